@@ -1,0 +1,34 @@
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AppError;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonView {
+    pub email: String,
+    pub name: Option<String>,
+    pub roles: Vec<String>,
+    /// RFC 3339.
+    pub last_sign_in: String,
+}
+
+/// Everyone who has signed in, with their roles. Admins only.
+#[server(prefix = "/api", endpoint = "people")]
+pub async fn list_people() -> Result<Vec<PersonView>, AppError> {
+    use super::Role;
+    use super::ssr::{context::RequestContext, users};
+    use time::format_description::well_known::Rfc3339;
+
+    let _ctx = RequestContext::require_role(Role::Admin).await?;
+    let state = expect_context::<crate::state::AppState>();
+    let people = users::list_people(&state.pool).await?;
+    Ok(people
+        .into_iter()
+        .map(|p| PersonView {
+            email: p.email,
+            name: p.display_name,
+            roles: p.roles,
+            last_sign_in: p.last_sign_in_at.format(&Rfc3339).unwrap_or_default(),
+        })
+        .collect())
+}

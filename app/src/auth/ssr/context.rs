@@ -1,0 +1,60 @@
+//! The request context: the first thing every server function and route obtains. It says
+//! who is asking; data functions take it rather than reading the session themselves.
+
+use leptos::prelude::*;
+use sqlx::PgPool;
+use tower_sessions::Session;
+
+use super::session::{PERSON_KEY, SessionPerson};
+use super::users::{self, UserRow};
+use crate::auth::{Me, Role};
+use crate::error::AppError;
+use crate::state::AppState;
+
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    pub user: UserRow,
+    pub roles: Vec<Role>,
+}
+
+impl RequestContext {
+    /// Loads the signed-in person from a session. A session naming a user that no longer
+    /// exists is treated as anonymous (and cleared).
+    pub async fn from_session(pool: &PgPool, session: &Session) -> Result<Option<Self>, AppError> {
+        let person: Option<SessionPerson> =
+            session.get(PERSON_KEY).await.map_err(AppError::internal)?;
+        let Some(person) = person else { return Ok(None) };
+        let Some(user) = users::find_user(pool, person.user_id).await? else {
+            session.flush().await.map_err(AppError::internal)?;
+            return Ok(None);
+        };
+        let roles = users::roles_of(pool, user.id).await?;
+        Ok(Some(Self { user, roles }))
+    }
+
+    /// The context of the current Leptos request (server function or page render).
+    pub async fn load() -> Result<Option<Self>, AppError> {
+        let state = use_context::<AppState>().ok_or_else(|| AppError::internal("no AppState"))?;
+        let session: Session = leptos_axum::extract().await.map_err(AppError::internal)?;
+        Self::from_session(&state.pool, &session).await
+    }
+
+    /// Signed in, or 401.
+    pub async fn require() -> Result<Self, AppError> {
+        Self::load().await?.ok_or(AppError::Unauthorized).map_err(AppError::with_status)
+    }
+
+    /// Signed in with `role`, or 401 / 403.
+    pub async fn require_role(role: Role) -> Result<Self, AppError> {
+        let ctx = Self::require().await?;
+        if ctx.roles.contains(&role) { Ok(ctx) } else { Err(AppError::Forbidden.with_status()) }
+    }
+
+    pub fn me(&self) -> Me {
+        Me {
+            email: self.user.email.clone(),
+            name: self.user.display_name.clone(),
+            roles: self.roles.clone(),
+        }
+    }
+}

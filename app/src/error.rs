@@ -1,0 +1,103 @@
+//! The one client-facing error type. Every server function returns it; each variant is safe
+//! to show in a browser. Internal detail is logged once, where it happens, and never sent.
+
+use serde::{Deserialize, Serialize};
+use server_fn::codec::JsonEncoding;
+use server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum AppError {
+    #[error("Sign in to continue.")]
+    Unauthorized,
+    #[error("You do not have access to this.")]
+    Forbidden,
+    #[error("Not found.")]
+    NotFound,
+    #[error("The value of {field} is not valid.")]
+    Invalid { field: String },
+    #[error("This is temporarily unavailable. Try again shortly.")]
+    Unavailable,
+    #[error("Something went wrong on our side.")]
+    Internal,
+}
+
+impl AppError {
+    /// The HTTP status this error answers with.
+    pub fn status(&self) -> u16 {
+        match self {
+            Self::Unauthorized => 401,
+            Self::Forbidden => 403,
+            Self::NotFound => 404,
+            Self::Invalid { .. } => 400,
+            Self::Unavailable => 503,
+            Self::Internal => 500,
+        }
+    }
+}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        match value {
+            ServerFnErrorErr::Args(_) | ServerFnErrorErr::Deserialization(_) => {
+                Self::Invalid { field: "request".into() }
+            }
+            ServerFnErrorErr::Request(_) | ServerFnErrorErr::Response(_) => Self::Unavailable,
+            _ => Self::Internal,
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl AppError {
+    /// Logs the cause once and returns the opaque `Internal` variant.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error.message = %cause, "internal error");
+        Self::Internal
+    }
+
+    /// Sets this error's status on the response being built, when there is one, so a
+    /// server function's refusal is a real 401/403 and not a generic 500.
+    pub fn with_status(self) -> Self {
+        if let Some(options) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+            if let Ok(status) = http::StatusCode::from_u16(self.status()) {
+                options.set_status(status);
+            }
+        }
+        self
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<sqlx::Error> for AppError {
+    fn from(err: sqlx::Error) -> Self {
+        Self::internal(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_variant_has_its_own_status() {
+        let statuses: Vec<u16> = [
+            AppError::Unauthorized,
+            AppError::Forbidden,
+            AppError::NotFound,
+            AppError::Invalid { field: "x".into() },
+            AppError::Unavailable,
+            AppError::Internal,
+        ]
+        .iter()
+        .map(AppError::status)
+        .collect();
+        assert_eq!(statuses, [401, 403, 404, 400, 503, 500]);
+    }
+
+    #[test]
+    fn messages_carry_no_internal_detail() {
+        assert_eq!(AppError::Internal.to_string(), "Something went wrong on our side.");
+    }
+}

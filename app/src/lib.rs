@@ -1,0 +1,12 @@
+//! strad's console: the Leptos components and server functions shared by the server
+//! (feature `ssr`) and the browser (feature `hydrate`). Code the browser never needs —
+//! queries, session handling — lives in `ssr` modules that never compile into the wasm.
+
+pub mod auth;
+pub mod error;
+pub mod pages;
+pub mod shell;
+#[cfg(feature = "ssr")]
+pub mod state;
+
+pub use shell::{App, shell};

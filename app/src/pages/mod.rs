@@ -1,0 +1,11 @@
+//! One page per file.
+
+mod error_pages;
+mod home;
+mod people;
+mod sign_in;
+
+pub use error_pages::{ErrorPage, ForbiddenPage, NotFoundPage, UnauthorizedPage};
+pub use home::HomePage;
+pub use people::PeoplePage;
+pub use sign_in::SignInPage;

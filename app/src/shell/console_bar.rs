@@ -1,0 +1,44 @@
+use leptos::prelude::*;
+
+use super::{MeResource, ThemeToggle};
+use crate::auth::Role;
+
+/// The bar on top of every page: product name, the signed-in person and their roles,
+/// sign-out, and the theme switch.
+#[component]
+pub fn ConsoleBar() -> impl IntoView {
+    let me = expect_context::<MeResource>();
+    view! {
+        <header class="console-bar">
+            <a class="brand" href="/">"strad"</a>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    me.await.ok().flatten().map(|me| {
+                        let is_admin = me.has(Role::Admin);
+                        let roles = me
+                            .roles
+                            .iter()
+                            .map(|role| view! { <li class="role">{role.as_str()}</li> })
+                            .collect_view();
+                        view! {
+                            <nav aria-label="Console">
+                                <ul>
+                                    <li><a href="/">"Home"</a></li>
+                                    {is_admin.then(|| view! { <li><a href="/people">"People"</a></li> })}
+                                </ul>
+                            </nav>
+                            <div class="person">
+                                <span class="email" data-testid="signed-in-email">{me.email.clone()}</span>
+                                <ul class="roles" aria-label="Your roles">{roles}</ul>
+                                <form method="post" action="/auth/sign-out">
+                                    <button type="submit">"Sign out"</button>
+                                </form>
+                            </div>
+                        }
+                    })
+                })}
+            </Transition>
+            <ThemeToggle />
+        </header>
+    }
+}

@@ -1,0 +1,75 @@
+//! The document shell, the router and the console bar every page sits under.
+
+mod console_bar;
+pub mod protected;
+mod theme;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::{
+    SsrMode,
+    components::{Route, Router, Routes},
+    path,
+};
+
+pub use console_bar::ConsoleBar;
+pub use protected::{MeResource, Protected};
+pub use theme::{Theme, ThemeToggle};
+
+use crate::auth::get_me;
+use crate::pages::{HomePage, NotFoundPage, PeoplePage, SignInPage};
+
+/// The HTML document around the app. `theme` comes from the person's saved choice so the
+/// first paint is already in the right colours, without an inline script.
+pub fn shell(options: leptos::config::LeptosOptions) -> impl IntoView {
+    let theme = Theme::from_request().map(Theme::as_str);
+    view! {
+        <!DOCTYPE html>
+        <html lang="en" data-theme=theme>
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <meta name="color-scheme" content="light dark" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    let me: MeResource = Resource::new_blocking(|| (), |_| get_me());
+    provide_context(me);
+
+    // Runs only in the browser: marks the document once the wasm has taken over, which
+    // is what the browser tests wait for before interacting.
+    Effect::new(|| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+
+    view! {
+        <Stylesheet id="leptos" href="/pkg/strad.css" />
+        <Title formatter=|text: String| {
+            if text.is_empty() { "strad".to_string() } else { format!("{text} · strad") }
+        } />
+        <Router>
+            <a class="skip-link" href="#main">"Skip to content"</a>
+            <ConsoleBar />
+            <main id="main" tabindex="-1">
+                <Routes fallback=NotFoundPage>
+                    <Route path=path!("/") view=HomePage ssr=SsrMode::Async />
+                    <Route path=path!("/sign-in") view=SignInPage ssr=SsrMode::Async />
+                    <Route path=path!("/people") view=PeoplePage ssr=SsrMode::Async />
+                </Routes>
+            </main>
+        </Router>
+    }
+}

@@ -1,0 +1,80 @@
+use leptos::prelude::*;
+use leptos_router::components::Redirect;
+use leptos_router::hooks::use_location;
+
+use crate::auth::{Me, Role};
+use crate::error::AppError;
+use crate::pages::{ErrorPage, ForbiddenPage};
+
+/// The signed-in person, fetched once per page load and shared through context.
+pub type MeResource = Resource<Result<Option<Me>, AppError>>;
+
+/// Renders `children` for a signed-in person (holding `role`, when given). An anonymous
+/// visitor is sent to the sign-in page (a 302 during server rendering); a person without
+/// the role gets the 403 page. This only shapes the page: every server function the page
+/// calls authorizes again on its own.
+#[component]
+pub fn Protected<F, V>(
+    children: F,
+    #[prop(optional)] role: Option<Role>,
+) -> impl IntoView
+where
+    F: Fn(Me) -> V + Send + Sync + 'static,
+    V: IntoView + 'static,
+{
+    let me = expect_context::<MeResource>();
+    let location = use_location();
+    let children = std::sync::Arc::new(children);
+    view! {
+        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || {
+                let children = children.clone();
+                Suspend::new(async move {
+                    match me.await {
+                        Ok(Some(me)) => match role {
+                            Some(role) if !me.has(role) => {
+                                view! { <ForbiddenPage /> }.into_any()
+                            }
+                            _ => children(me).into_any(),
+                        },
+                        Ok(None) => {
+                            let here = format!(
+                                "{}{}",
+                                location.pathname.get_untracked(),
+                                location.search.get_untracked(),
+                            );
+                            let target = format!("/sign-in?next={}", encode_component(&here));
+                            view! { <Redirect path=target /> }.into_any()
+                        }
+                        Err(err) => view! { <ErrorPage error=err /> }.into_any(),
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
+/// Percent-encodes a query component (RFC 3986 unreserved characters pass through).
+pub fn encode_component(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(byte as char)
+            }
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encode_component;
+
+    #[test]
+    fn query_components_are_percent_encoded() {
+        assert_eq!(encode_component("/people?x=1&y=é"), "%2Fpeople%3Fx%3D1%26y%3D%C3%A9");
+        assert_eq!(encode_component("abc-._~"), "abc-._~");
+    }
+}

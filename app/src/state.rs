@@ -1,0 +1,20 @@
+//! What the server hands the console on every request (provided as Leptos context).
+
+use leptos::config::LeptosOptions;
+use sqlx::PgPool;
+
+/// How people sign in to this console.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignInMode {
+    /// An OpenID Connect issuer; `provider` is the name shown on the sign-in button.
+    Oidc { provider: String },
+    /// No issuer: loopback only, one-time links printed by the server.
+    Local,
+}
+
+#[derive(Clone, axum::extract::FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub pool: PgPool,
+    pub sign_in: SignInMode,
+}

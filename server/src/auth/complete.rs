@@ -1,0 +1,44 @@
+//! The last step of every sign-in, whichever way the person proved who they are.
+
+use app::auth::Role;
+use app::auth::ssr::session::{PERSON_KEY, SessionPerson};
+use app::auth::ssr::users::{self, UserRow, VerifiedIdentity};
+use sqlx::PgPool;
+use tower_sessions::Session;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompleteError {
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("session: {0}")]
+    Session(#[from] tower_sessions::session::Error),
+}
+
+/// Upserts the person, grants `member` (and `admin` for a bootstrap email, and whatever
+/// `extra_roles` says), then cycles the session id before storing the person in it, so an
+/// id planted before sign-in is worthless after it.
+pub async fn complete_sign_in(
+    pool: &PgPool,
+    session: &Session,
+    identity: &VerifiedIdentity,
+    bootstrap_admins: &[String],
+    extra_roles: &[Role],
+) -> Result<UserRow, CompleteError> {
+    let mut tx = pool.begin().await?;
+    let user = users::upsert_user(&mut *tx, identity).await?;
+    users::grant_role(&mut *tx, user.id, Role::Member).await?;
+    if bootstrap_admins.iter().any(|admin| admin.eq_ignore_ascii_case(&identity.email)) {
+        if users::grant_role(&mut *tx, user.id, Role::Admin).await? {
+            tracing::info!(user.email = %identity.email, "bootstrap admin granted the admin role");
+        }
+    }
+    for role in extra_roles {
+        users::grant_role(&mut *tx, user.id, *role).await?;
+    }
+    tx.commit().await?;
+
+    session.cycle_id().await?;
+    session.insert(PERSON_KEY, SessionPerson { user_id: user.id }).await?;
+    tracing::info!(user.id = %user.id, user.issuer = %user.issuer, "signed in");
+    Ok(user)
+}

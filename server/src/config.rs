@@ -1,0 +1,660 @@
+//! strad's configuration: one typed struct, loaded once at start-up from environment
+//! variables and an optional `strad.toml`, validated before anything binds or connects.
+//! A missing or bad setting stops start-up with a message that names it. There are no
+//! default secrets, and secrets are redacted wherever the config is printed.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use url::Url;
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/strad";
+pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
+pub const GOOGLE_ISSUER: &str = "https://accounts.google.com";
+const DEFAULT_SESSION_IDLE_MINUTES: i64 = 12 * 60;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub http: HttpConfig,
+    pub database: DatabaseConfig,
+    pub auth: AuthConfig,
+    pub site: SiteConfig,
+}
+
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    pub bind: SocketAddr,
+    /// The origin people reach the console at; sign-in redirects and cookie `Secure` follow
+    /// it. Always scheme + host (+ port), no path.
+    pub public_url: Url,
+}
+
+impl HttpConfig {
+    pub fn is_https(&self) -> bool {
+        self.public_url.scheme() == "https"
+    }
+
+    /// `scheme://host[:port]`, as browsers send it in `Origin`.
+    pub fn public_origin(&self) -> String {
+        self.public_url.origin().ascii_serialization()
+    }
+}
+
+#[derive(Clone)]
+pub struct DatabaseConfig {
+    pub url: Secret,
+}
+
+impl fmt::Debug for DatabaseConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatabaseConfig").field("url", &redact_url(self.url.expose())).finish()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct AuthConfig {
+    /// `None` is local mode (SPEC §3).
+    pub oidc: Option<OidcConfig>,
+    /// Emails that get the admin role when they sign in. Lower-cased.
+    pub bootstrap_admins: Vec<String>,
+    pub session_idle: time::Duration,
+}
+
+#[derive(Clone, Debug)]
+pub struct OidcConfig {
+    /// Shown on the sign-in button ("Sign in with Google").
+    pub provider_name: String,
+    pub issuer: Url,
+    pub client_id: String,
+    pub client_secret: Secret,
+    pub allowed_domains: AllowedDomains,
+    /// Require Google's `hd` claim (a Workspace account) to be an allowed domain, rather
+    /// than trusting the email's domain alone: a personal Google account can carry a company
+    /// address without the company controlling it.
+    pub require_hosted_domain: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AllowedDomains {
+    /// Configured explicitly as `*`.
+    Any,
+    /// Lower-cased domain names.
+    Only(Vec<String>),
+}
+
+#[derive(Clone, Debug)]
+pub struct SiteConfig {
+    /// Where cargo-leptos put the compiled site (`pkg/` with the wasm, JS and CSS).
+    pub root: PathBuf,
+}
+
+/// A secret string: never printed, never serialized.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// A URL with its password replaced, for logs and error messages.
+pub fn redact_url(raw: &str) -> String {
+    match Url::parse(raw) {
+        Ok(mut url) => {
+            if url.password().is_some() {
+                let _ = url.set_password(Some("redacted"));
+            }
+            url.to_string()
+        }
+        Err(_) => "<unparseable url>".into(),
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("configuration: {setting}: {problem}")]
+pub struct ConfigError {
+    /// The setting at fault, as both the environment variable and the file key.
+    pub setting: &'static str,
+    pub problem: String,
+}
+
+fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
+    ConfigError { setting, problem: problem.into() }
+}
+
+// Names of settings, as they appear in messages.
+const S_BIND: &str = "STRAD_BIND (http.bind)";
+const S_PUBLIC_URL: &str = "STRAD_PUBLIC_URL (http.public_url)";
+const S_DATABASE_URL: &str = "DATABASE_URL (database.url)";
+const S_PROVIDER: &str = "STRAD_OIDC_PROVIDER (auth.oidc.provider)";
+const S_ISSUER: &str = "STRAD_OIDC_ISSUER (auth.oidc.issuer)";
+const S_CLIENT_ID: &str = "STRAD_OIDC_CLIENT_ID (auth.oidc.client_id)";
+const S_CLIENT_SECRET: &str = "STRAD_OIDC_CLIENT_SECRET (auth.oidc.client_secret)";
+const S_ALLOWED: &str = "STRAD_ALLOWED_DOMAINS (auth.oidc.allowed_domains)";
+const S_REQUIRE_HD: &str = "STRAD_OIDC_REQUIRE_HOSTED_DOMAIN (auth.oidc.require_hosted_domain)";
+const S_ADMINS: &str = "STRAD_BOOTSTRAP_ADMINS (auth.bootstrap_admins)";
+const S_IDLE: &str = "STRAD_SESSION_IDLE_MINUTES (auth.session_idle_minutes)";
+const S_FILE: &str = "STRAD_CONFIG (strad.toml)";
+
+/// The optional file. Every key is optional; unknown keys are an error so a typo does not
+/// silently fall back to a default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    http: FileHttp,
+    #[serde(default)]
+    database: FileDatabase,
+    #[serde(default)]
+    auth: FileAuth,
+    #[serde(default)]
+    site: FileSite,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHttp {
+    bind: Option<String>,
+    public_url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDatabase {
+    url: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAuth {
+    bootstrap_admins: Option<Vec<String>>,
+    session_idle_minutes: Option<i64>,
+    oidc: Option<FileOidc>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileOidc {
+    provider: Option<String>,
+    issuer: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    allowed_domains: Option<Vec<String>>,
+    require_hosted_domain: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSite {
+    root: Option<String>,
+}
+
+impl Config {
+    /// Loads from the process environment and, when present, the file named by
+    /// `STRAD_CONFIG` (default `./strad.toml`; a named file that is missing is an error).
+    pub fn load() -> Result<Config, ConfigError> {
+        let env: HashMap<String, String> = std::env::vars().collect();
+        let (path, must_exist) = match env.get("STRAD_CONFIG") {
+            Some(path) => (PathBuf::from(path), true),
+            None => (PathBuf::from("strad.toml"), false),
+        };
+        let file = match std::fs::read_to_string(&path) {
+            Ok(text) => Some(text),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound && !must_exist => None,
+            Err(err) => return Err(bad(S_FILE, format!("cannot read {}: {err}", path.display()))),
+        };
+        Config::from_sources(file.as_deref(), &env)
+    }
+
+    /// Builds the config from the file's text (if any) and environment variables, which
+    /// override the file. Pure, for tests.
+    pub fn from_sources(
+        file: Option<&str>,
+        env: &HashMap<String, String>,
+    ) -> Result<Config, ConfigError> {
+        let file: FileConfig = match file {
+            Some(text) => toml::from_str(text).map_err(|e| bad(S_FILE, e.message().to_owned()))?,
+            None => FileConfig::default(),
+        };
+        let var = |name: &str| env.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+
+        let bind_raw = var("STRAD_BIND")
+            .or(file.http.bind)
+            .or_else(|| var("LEPTOS_SITE_ADDR"))
+            .unwrap_or_else(|| DEFAULT_BIND.into());
+        let bind: SocketAddr = bind_raw
+            .parse()
+            .map_err(|_| bad(S_BIND, format!("`{bind_raw}` is not an address like 127.0.0.1:3000")))?;
+
+        let public_url = match var("STRAD_PUBLIC_URL").or(file.http.public_url) {
+            Some(raw) => parse_public_url(&raw)?,
+            None if bind.ip().is_unspecified() => {
+                return Err(bad(S_PUBLIC_URL, "required when binding every interface"));
+            }
+            None => parse_public_url(&format!("http://{bind}"))?,
+        };
+
+        let database_url = var("DATABASE_URL")
+            .or(file.database.url)
+            .unwrap_or_else(|| DEFAULT_DATABASE_URL.into());
+        match Url::parse(&database_url) {
+            Ok(url) if matches!(url.scheme(), "postgres" | "postgresql") => {}
+            _ => return Err(bad(S_DATABASE_URL, "must be a postgres:// URL")),
+        }
+
+        let file_oidc = file.auth.oidc.unwrap_or_default();
+        let provider = var("STRAD_OIDC_PROVIDER").or(file_oidc.provider);
+        let issuer = var("STRAD_OIDC_ISSUER").or(file_oidc.issuer);
+        let client_id = var("STRAD_OIDC_CLIENT_ID").or(file_oidc.client_id);
+        let client_secret = var("STRAD_OIDC_CLIENT_SECRET").or(file_oidc.client_secret);
+        let allowed = match var("STRAD_ALLOWED_DOMAINS") {
+            Some(list) => Some(split_list(&list)),
+            None => file_oidc.allowed_domains,
+        };
+        let require_hd = match var("STRAD_OIDC_REQUIRE_HOSTED_DOMAIN") {
+            Some(raw) => Some(parse_bool(&raw).ok_or_else(|| bad(S_REQUIRE_HD, "must be true or false"))?),
+            None => file_oidc.require_hosted_domain,
+        };
+
+        let oidc = match (provider.as_deref(), issuer) {
+            (None, None) => {
+                if client_id.is_some() || client_secret.is_some() || allowed.is_some() {
+                    return Err(bad(
+                        S_ISSUER,
+                        "OIDC client settings are given but no issuer or provider",
+                    ));
+                }
+                None
+            }
+            (provider, issuer) => {
+                let (provider_name, issuer, google) = match (provider, issuer) {
+                    (Some("google"), None) => ("Google".to_string(), GOOGLE_ISSUER.to_string(), true),
+                    (Some("google"), Some(issuer)) => {
+                        let google = issuer.trim_end_matches('/') == GOOGLE_ISSUER;
+                        if !google {
+                            return Err(bad(S_ISSUER, "the google provider's issuer is https://accounts.google.com"));
+                        }
+                        ("Google".to_string(), issuer, true)
+                    }
+                    (Some("generic") | None, Some(issuer)) => {
+                        let google = issuer.trim_end_matches('/') == GOOGLE_ISSUER;
+                        let name = if google { "Google" } else { "your identity provider" };
+                        (name.to_string(), issuer, google)
+                    }
+                    (Some("generic") | None, None) => {
+                        return Err(bad(S_ISSUER, "required for the generic provider"));
+                    }
+                    (Some(other), _) => {
+                        return Err(bad(S_PROVIDER, format!("`{other}` is not one of: google, generic")));
+                    }
+                };
+                let issuer = Url::parse(&issuer)
+                    .map_err(|_| bad(S_ISSUER, "not a URL"))
+                    .and_then(|url| {
+                        let loopback = url.host_str().is_some_and(is_loopback_host);
+                        match url.scheme() {
+                            "https" => Ok(url),
+                            "http" if loopback => Ok(url),
+                            _ => Err(bad(S_ISSUER, "must be https (http only on loopback)")),
+                        }
+                    })?;
+                let client_id = client_id.ok_or_else(|| bad(S_CLIENT_ID, "required with an OIDC issuer"))?;
+                let client_secret =
+                    client_secret.ok_or_else(|| bad(S_CLIENT_SECRET, "required with an OIDC issuer"))?;
+                let allowed_domains = parse_allowed_domains(allowed)?;
+                let require_hosted_domain = require_hd.unwrap_or(google);
+                if require_hosted_domain && allowed_domains == AllowedDomains::Any {
+                    return Err(bad(S_REQUIRE_HD, "cannot be required when every domain is allowed"));
+                }
+                Some(OidcConfig {
+                    provider_name,
+                    issuer,
+                    client_id,
+                    client_secret: Secret::new(client_secret),
+                    allowed_domains,
+                    require_hosted_domain,
+                })
+            }
+        };
+
+        if oidc.is_none() {
+            // Local mode: the one-time link signs in an admin, so it must never be reachable
+            // from another machine (SPEC §3).
+            if !bind.ip().is_loopback() {
+                return Err(bad(
+                    S_BIND,
+                    format!(
+                        "refusing to bind {bind} without an OIDC issuer: local mode listens on \
+                         loopback only (set STRAD_OIDC_ISSUER or STRAD_OIDC_PROVIDER)"
+                    ),
+                ));
+            }
+            if !public_url.host_str().is_some_and(is_loopback_host) {
+                return Err(bad(S_PUBLIC_URL, "local mode serves loopback addresses only"));
+            }
+        }
+
+        let bootstrap_admins = match var("STRAD_BOOTSTRAP_ADMINS") {
+            Some(list) => split_list(&list),
+            None => file.auth.bootstrap_admins.unwrap_or_default(),
+        };
+        let bootstrap_admins = bootstrap_admins
+            .into_iter()
+            .map(|email| {
+                let email = email.trim().to_ascii_lowercase();
+                match email.split_once('@') {
+                    Some((local, domain)) if !local.is_empty() && is_domain_name(domain) => Ok(email),
+                    _ => Err(bad(S_ADMINS, format!("`{email}` is not an email address"))),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let idle_minutes = match var("STRAD_SESSION_IDLE_MINUTES") {
+            Some(raw) => raw.parse::<i64>().map_err(|_| bad(S_IDLE, "must be a whole number of minutes"))?,
+            None => file.auth.session_idle_minutes.unwrap_or(DEFAULT_SESSION_IDLE_MINUTES),
+        };
+        if !(5..=60 * 24 * 30).contains(&idle_minutes) {
+            return Err(bad(S_IDLE, "must be between 5 minutes and 30 days"));
+        }
+
+        let site_root = var("STRAD_SITE_ROOT")
+            .or(file.site.root)
+            .or_else(|| var("LEPTOS_SITE_ROOT"))
+            .unwrap_or_else(|| "target/site".into());
+
+        Ok(Config {
+            http: HttpConfig { bind, public_url },
+            database: DatabaseConfig { url: Secret::new(database_url) },
+            auth: AuthConfig {
+                oidc,
+                bootstrap_admins,
+                session_idle: time::Duration::minutes(idle_minutes),
+            },
+            site: SiteConfig { root: PathBuf::from(site_root) },
+        })
+    }
+}
+
+fn parse_public_url(raw: &str) -> Result<Url, ConfigError> {
+    let url = Url::parse(raw).map_err(|_| bad(S_PUBLIC_URL, format!("`{raw}` is not a URL")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad(S_PUBLIC_URL, "must be http:// or https://"));
+    }
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(bad(S_PUBLIC_URL, "must be an origin only, without path, query or fragment"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad(S_PUBLIC_URL, "must not carry credentials"));
+    }
+    Ok(url)
+}
+
+fn parse_allowed_domains(list: Option<Vec<String>>) -> Result<AllowedDomains, ConfigError> {
+    let list = list.ok_or_else(|| {
+        bad(S_ALLOWED, "required with an OIDC issuer: list the email domains that may sign in, or `*` for any")
+    })?;
+    let list: Vec<String> = list.iter().map(|d| d.trim().to_ascii_lowercase()).filter(|d| !d.is_empty()).collect();
+    if list == ["*"] {
+        return Ok(AllowedDomains::Any);
+    }
+    if list.is_empty() {
+        return Err(bad(S_ALLOWED, "must name at least one domain, or `*` for any"));
+    }
+    for domain in &list {
+        if !is_domain_name(domain) {
+            return Err(bad(S_ALLOWED, format!("`{domain}` is not a domain name")));
+        }
+    }
+    Ok(AllowedDomains::Only(list))
+}
+
+fn split_list(raw: &str) -> Vec<String> {
+    raw.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
+}
+
+fn parse_bool(raw: &str) -> Option<bool> {
+    match raw.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// A DNS name of at least two labels, letters, digits and hyphens (lower-case).
+pub fn is_domain_name(domain: &str) -> bool {
+    let labels: Vec<&str> = domain.split('.').collect();
+    domain.len() <= 253
+        && labels.len() >= 2
+        && labels.iter().all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        })
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    if host == "localhost" {
+        return true;
+    }
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn oidc_env() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("STRAD_OIDC_ISSUER", "https://id.example.com"),
+            ("STRAD_OIDC_CLIENT_ID", "strad"),
+            ("STRAD_OIDC_CLIENT_SECRET", "s3cret"),
+            ("STRAD_ALLOWED_DOMAINS", "Example.com, corp.test"),
+            ("STRAD_BIND", "0.0.0.0:8080"),
+            ("STRAD_PUBLIC_URL", "https://strad.example.com"),
+        ]
+    }
+
+    #[test]
+    fn nothing_set_is_local_mode_on_loopback_with_the_local_database() {
+        let config = Config::from_sources(None, &env(&[])).unwrap();
+        assert!(config.auth.oidc.is_none());
+        assert_eq!(config.http.bind.to_string(), DEFAULT_BIND);
+        assert_eq!(config.http.public_origin(), "http://127.0.0.1:3000");
+        assert_eq!(config.database.url.expose(), DEFAULT_DATABASE_URL);
+        assert!(!config.http.is_https());
+    }
+
+    #[test]
+    fn local_mode_refuses_to_bind_another_interface() {
+        for bind in ["0.0.0.0:3000", "192.168.1.10:3000", "[::]:3000"] {
+            let err = Config::from_sources(
+                None,
+                &env(&[("STRAD_BIND", bind), ("STRAD_PUBLIC_URL", "http://127.0.0.1:3000")]),
+            )
+            .unwrap_err();
+            assert_eq!(err.setting, S_BIND, "{bind}");
+            assert!(err.problem.contains("without an OIDC issuer"), "{err}");
+        }
+    }
+
+    #[test]
+    fn local_mode_accepts_ipv6_loopback() {
+        let config = Config::from_sources(None, &env(&[("STRAD_BIND", "[::1]:3000")])).unwrap();
+        assert_eq!(config.http.public_origin(), "http://[::1]:3000");
+    }
+
+    #[test]
+    fn local_mode_refuses_a_public_url_that_is_not_loopback() {
+        let err = Config::from_sources(None, &env(&[("STRAD_PUBLIC_URL", "https://strad.example.com")]))
+            .unwrap_err();
+        assert_eq!(err.setting, S_PUBLIC_URL);
+    }
+
+    #[test]
+    fn an_oidc_issuer_allows_any_interface_and_parses_every_setting() {
+        let config = Config::from_sources(None, &env(&oidc_env())).unwrap();
+        let oidc = config.auth.oidc.unwrap();
+        assert_eq!(oidc.issuer.as_str(), "https://id.example.com/");
+        assert_eq!(oidc.client_secret.expose(), "s3cret");
+        assert_eq!(
+            oidc.allowed_domains,
+            AllowedDomains::Only(vec!["example.com".into(), "corp.test".into()])
+        );
+        assert!(!oidc.require_hosted_domain);
+        assert!(config.http.is_https());
+    }
+
+    #[test]
+    fn the_google_preset_fills_the_issuer_and_requires_the_hosted_domain() {
+        let config = Config::from_sources(
+            None,
+            &env(&[
+                ("STRAD_OIDC_PROVIDER", "google"),
+                ("STRAD_OIDC_CLIENT_ID", "id.apps.googleusercontent.com"),
+                ("STRAD_OIDC_CLIENT_SECRET", "x"),
+                ("STRAD_ALLOWED_DOMAINS", "corp.test"),
+            ]),
+        )
+        .unwrap();
+        let oidc = config.auth.oidc.unwrap();
+        assert_eq!(oidc.issuer.as_str(), "https://accounts.google.com/");
+        assert_eq!(oidc.provider_name, "Google");
+        assert!(oidc.require_hosted_domain);
+    }
+
+    #[test]
+    fn every_missing_oidc_setting_is_named() {
+        for (missing, setting) in [
+            ("STRAD_OIDC_CLIENT_ID", S_CLIENT_ID),
+            ("STRAD_OIDC_CLIENT_SECRET", S_CLIENT_SECRET),
+            ("STRAD_ALLOWED_DOMAINS", S_ALLOWED),
+        ] {
+            let pairs: Vec<_> = oidc_env().into_iter().filter(|(k, _)| *k != missing).collect();
+            let err = Config::from_sources(None, &env(&pairs)).unwrap_err();
+            assert_eq!(err.setting, setting);
+            assert!(err.to_string().contains(missing), "{err}");
+        }
+    }
+
+    #[test]
+    fn client_settings_without_an_issuer_are_an_error_not_local_mode() {
+        let err = Config::from_sources(None, &env(&[("STRAD_OIDC_CLIENT_ID", "x")])).unwrap_err();
+        assert_eq!(err.setting, S_ISSUER);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_setting_named() {
+        let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+            (vec![("STRAD_BIND", "localhost")], S_BIND),
+            (vec![("STRAD_PUBLIC_URL", "ftp://127.0.0.1")], S_PUBLIC_URL),
+            (vec![("STRAD_PUBLIC_URL", "http://127.0.0.1:3000/console")], S_PUBLIC_URL),
+            (vec![("STRAD_PUBLIC_URL", "http://u:p@127.0.0.1:3000")], S_PUBLIC_URL),
+            (vec![("DATABASE_URL", "mysql://localhost/strad")], S_DATABASE_URL),
+            (vec![("STRAD_BOOTSTRAP_ADMINS", "alice")], S_ADMINS),
+            (vec![("STRAD_SESSION_IDLE_MINUTES", "forever")], S_IDLE),
+            (vec![("STRAD_SESSION_IDLE_MINUTES", "1")], S_IDLE),
+            (vec![("STRAD_OIDC_PROVIDER", "okta")], S_PROVIDER),
+            (vec![("STRAD_OIDC_PROVIDER", "generic")], S_ISSUER),
+        ];
+        for (pairs, setting) in cases {
+            let err = Config::from_sources(None, &env(&pairs)).unwrap_err();
+            assert_eq!(err.setting, setting, "{pairs:?}");
+        }
+    }
+
+    #[test]
+    fn an_issuer_must_be_https_except_on_loopback() {
+        let mut pairs = oidc_env();
+        pairs[0] = ("STRAD_OIDC_ISSUER", "http://id.example.com");
+        assert_eq!(Config::from_sources(None, &env(&pairs)).unwrap_err().setting, S_ISSUER);
+        pairs[0] = ("STRAD_OIDC_ISSUER", "http://127.0.0.1:4444");
+        assert!(Config::from_sources(None, &env(&pairs)).is_ok());
+    }
+
+    #[test]
+    fn allowed_domains_must_be_domains_or_an_explicit_star() {
+        let mut pairs = oidc_env();
+        pairs[3] = ("STRAD_ALLOWED_DOMAINS", "example.com;evil");
+        assert_eq!(Config::from_sources(None, &env(&pairs)).unwrap_err().setting, S_ALLOWED);
+        pairs[3] = ("STRAD_ALLOWED_DOMAINS", "*");
+        let oidc = Config::from_sources(None, &env(&pairs)).unwrap().auth.oidc.unwrap();
+        assert_eq!(oidc.allowed_domains, AllowedDomains::Any);
+    }
+
+    #[test]
+    fn the_hosted_domain_cannot_be_required_when_any_domain_is_allowed() {
+        let mut pairs = oidc_env();
+        pairs[3] = ("STRAD_ALLOWED_DOMAINS", "*");
+        pairs.push(("STRAD_OIDC_REQUIRE_HOSTED_DOMAIN", "true"));
+        assert_eq!(Config::from_sources(None, &env(&pairs)).unwrap_err().setting, S_REQUIRE_HD);
+    }
+
+    #[test]
+    fn the_file_is_read_and_the_environment_overrides_it() {
+        let file = r#"
+            [http]
+            bind = "127.0.0.1:4000"
+            [auth]
+            bootstrap_admins = ["Root@Example.com"]
+            session_idle_minutes = 60
+        "#;
+        let config = Config::from_sources(Some(file), &env(&[])).unwrap();
+        assert_eq!(config.http.bind.port(), 4000);
+        assert_eq!(config.auth.bootstrap_admins, ["root@example.com"]);
+        assert_eq!(config.auth.session_idle, time::Duration::hours(1));
+        let config =
+            Config::from_sources(Some(file), &env(&[("STRAD_BIND", "127.0.0.1:5000")])).unwrap();
+        assert_eq!(config.http.bind.port(), 5000);
+    }
+
+    #[test]
+    fn an_unknown_key_in_the_file_is_an_error() {
+        let err = Config::from_sources(Some("[http]\nbnid = \"x\"\n"), &env(&[])).unwrap_err();
+        assert_eq!(err.setting, S_FILE);
+        assert!(err.problem.contains("bnid"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_appear_in_debug_output() {
+        let mut pairs = oidc_env();
+        pairs.push(("DATABASE_URL", "postgres://strad:hunter2@db.internal/strad"));
+        let config = Config::from_sources(None, &env(&pairs)).unwrap();
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("s3cret"), "{printed}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(printed.contains("redacted"));
+    }
+
+    #[test]
+    fn domain_names_are_checked_label_by_label() {
+        for good in ["example.com", "a-b.example.co", "xn--bcher-kva.example"] {
+            assert!(is_domain_name(good), "{good}");
+        }
+        for bad in ["example", "-a.com", "a-.com", "a..com", "Example.com", "a_b.com", "a.com/x", ""] {
+            assert!(!is_domain_name(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! PostgreSQL: the database is created when missing, then migrated, at start-up.
+
+use std::time::Duration;
+
+use sqlx::migrate::{MigrateDatabase, Migrator};
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::Postgres;
+
+use crate::config::{DatabaseConfig, redact_url};
+
+/// The migrations in `migrations/`, embedded in the binary.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+
+/// Creates the database named in the URL if it does not exist, connects, and applies every
+/// pending migration. Errors name the (redacted) URL.
+pub async fn connect_and_migrate(config: &DatabaseConfig) -> anyhow::Result<PgPool> {
+    let url = config.url.expose();
+    let shown = redact_url(url);
+    let exists = Postgres::database_exists(url)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach PostgreSQL at {shown}: {e}"))?;
+    if !exists {
+        Postgres::create_database(url)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot create the database at {shown}: {e}"))?;
+        tracing::info!(database.url = %shown, "created the database");
+    }
+    let pool = PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect(url)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot connect to {shown}: {e}"))?;
+    migrate(&pool).await?;
+    Ok(pool)
+}
+
+/// Applies pending migrations: strad's own, then the session store's table.
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    MIGRATOR.run(pool).await.map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
+    tower_sessions_sqlx_store::PostgresStore::new(pool.clone())
+        .migrate()
+        .await
+        .map_err(|e| anyhow::anyhow!("session store migration failed: {e}"))?;
+    Ok(())
+}
+
+/// Ready: the database answers and every embedded migration has been applied.
+pub async fn is_ready(pool: &PgPool) -> Result<(), String> {
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
+        .fetch_one(pool)
+        .await
+        .map_err(|e| format!("database: {e}"))?;
+    let expected = MIGRATOR.iter().count() as i64;
+    if applied >= expected { Ok(()) } else { Err(format!("{applied} of {expected} migrations applied")) }
+}

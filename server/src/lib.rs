@@ -1,0 +1,9 @@
+//! The strad server: configuration, start-up, and the routes that are not Leptos pages.
+
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod health;
+pub mod security_headers;
+pub mod startup;
+pub mod telemetry;

@@ -1,0 +1,194 @@
+//! Building the application: database, sessions, sign-in, the Leptos console, and the
+//! listener; then serving until SIGTERM or Ctrl-C.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use app::state::{AppState, SignInMode};
+use app::{App, shell};
+use axum::Router;
+use axum::extract::FromRef;
+use axum::routing::{get, post};
+use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+use tower_sessions_sqlx_store::PostgresStore;
+
+use crate::auth::local::{self, LocalLinks};
+use crate::auth::oidc::{self, Oidc};
+use crate::auth::sign_out;
+use crate::config::Config;
+use crate::{db, health, security_headers};
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "strad_session";
+
+/// What every non-Leptos route can reach.
+#[derive(Clone)]
+pub struct ServerState {
+    pub app: AppState,
+    pub config: Arc<Config>,
+    pub oidc: Option<Arc<Oidc>>,
+    pub local: Option<Arc<LocalLinks>>,
+}
+
+impl FromRef<ServerState> for LeptosOptions {
+    fn from_ref(state: &ServerState) -> Self {
+        state.app.leptos_options.clone()
+    }
+}
+
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    state: ServerState,
+}
+
+impl Application {
+    /// Connects to (and creates, and migrates) the database, binds the configured address.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let pool = db::connect_and_migrate(&config.database).await?;
+        let listener = TcpListener::bind(config.http.bind)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot bind {}: {e}", config.http.bind))?;
+        let app = Self::build_with(config, pool, listener).await?;
+        if let Some(links) = &app.state.local {
+            local::announce(&links.mint());
+        }
+        Ok(app)
+    }
+
+    /// Builds on a pool and a listener the caller made (tests bind port 0 and use a fresh
+    /// database). Migrates the pool.
+    pub async fn build_with(config: Config, pool: PgPool, listener: TcpListener) -> anyhow::Result<Self> {
+        db::migrate(&pool).await?;
+        let config = Arc::new(config);
+        let oidc = match &config.auth.oidc {
+            Some(oidc_config) => {
+                let oidc = Oidc::new(oidc_config.clone(), &config.http.public_url)?;
+                // Fetch the issuer's metadata now, so a misconfiguration shows at start-up;
+                // a failure is retried on the first sign-in rather than stopping strad.
+                if let Err(err) = oidc.client().await {
+                    tracing::warn!(error.message = %err, "OpenID Connect discovery failed; will retry");
+                }
+                Some(Arc::new(oidc))
+            }
+            None => None,
+        };
+        let local = config.auth.oidc.is_none().then(|| Arc::new(LocalLinks::new(&config.http.public_url)));
+        let sign_in = match &oidc {
+            Some(oidc) => SignInMode::Oidc { provider: oidc.provider_name().to_owned() },
+            None => SignInMode::Local,
+        };
+        let leptos_options = LeptosOptions::builder()
+            .output_name("strad")
+            .site_root(config.site.root.to_string_lossy().into_owned())
+            .site_pkg_dir("pkg")
+            .site_addr(config.http.bind)
+            .build();
+        let state = ServerState {
+            app: AppState { leptos_options, pool: pool.clone(), sign_in },
+            config: config.clone(),
+            oidc,
+            local,
+        };
+        let router = router(state.clone(), pool);
+        Ok(Self { listener, router, state })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// Local mode's link minter (tests mint a link instead of reading stdout).
+    pub fn local_links(&self) -> Option<Arc<LocalLinks>> {
+        self.state.local.clone()
+    }
+
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Serves until `signal` completes, then finishes the requests in flight.
+    pub async fn run_until(self, signal: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let addr = self.listener.local_addr()?;
+        tracing::info!(http.addr = %addr, http.public_url = %self.state.config.http.public_url, "strad listening");
+        axum::serve(self.listener, self.router).with_graceful_shutdown(signal).await?;
+        tracing::info!("strad stopped");
+        Ok(())
+    }
+}
+
+fn router(state: ServerState, pool: PgPool) -> Router {
+    let config = &state.config;
+    let store = PostgresStore::new(pool.clone());
+    tokio::spawn(delete_expired_sessions(store.clone()));
+    let sessions = SessionManagerLayer::new(store)
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(config.http.is_https())
+        .with_path("/")
+        .with_expiry(Expiry::OnInactivity(config.auth.session_idle));
+
+    let routes = generate_route_list(App);
+    let leptos_options = state.app.leptos_options.clone();
+    let app_state = state.app.clone();
+    let context = move || provide_context(app_state.clone());
+
+    let [csp, frame, sniff, referrer] = security_headers::layers();
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/auth/login", get(oidc::login))
+        .route("/auth/callback", get(oidc::callback))
+        .route("/auth/local", get(local::sign_in))
+        .route("/auth/sign-out", post(sign_out::sign_out))
+        .leptos_routes_with_context(&state, routes, context.clone(), {
+            let options = leptos_options.clone();
+            move || shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<ServerState, _>(context, shell))
+        .layer(sessions)
+        .layer(csp)
+        .layer(frame)
+        .layer(sniff)
+        .layer(referrer)
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn delete_expired_sessions(store: PostgresStore) {
+    use tower_sessions::ExpiredDeletion;
+    if let Err(err) = store.continuously_delete_expired(std::time::Duration::from_secs(300)).await {
+        tracing::error!(error.message = %err, "expired-session deletion stopped");
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutdown signal received; finishing requests in flight");
+}
