@@ -1,10 +1,13 @@
 use leptos::prelude::*;
+#[cfg(not(feature = "ssr"))]
 use leptos_router::components::Redirect;
 use leptos_router::hooks::use_location;
 
 use crate::auth::{Me, Role};
 use crate::error::AppError;
 use crate::pages::{ErrorPage, ForbiddenPage};
+#[cfg(feature = "ssr")]
+use crate::pages::UnauthorizedPage;
 
 /// The signed-in person, fetched once per page load and shared through context.
 pub type MeResource = Resource<Result<Option<Me>, AppError>>;
@@ -38,19 +41,41 @@ where
                             _ => children(me).into_any(),
                         },
                         Ok(None) => {
-                            let here = format!(
-                                "{}{}",
-                                location.pathname.get_untracked(),
-                                location.search.get_untracked(),
-                            );
+                            // `search` comes without its leading `?`.
+                            let search = location.search.get_untracked();
+                            let here = match search.trim_start_matches('?') {
+                                "" => location.pathname.get_untracked(),
+                                query => format!("{}?{query}", location.pathname.get_untracked()),
+                            };
                             let target = format!("/sign-in?next={}", encode_component(&here));
-                            view! { <Redirect path=target /> }.into_any()
+                            redirect_to_sign_in(target).into_any()
                         }
                         Err(err) => view! { <ErrorPage error=err /> }.into_any(),
                     }
                 })
             }}
         </Suspense>
+    }
+}
+
+/// Sends an anonymous visitor to sign in: a real 302 during server rendering (whatever the
+/// request's `Accept`), a client-side navigation in the browser.
+fn redirect_to_sign_in(target: String) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    {
+        // The 401 page is the body; the status is set after it, so the redirect wins.
+        let page = view! { <UnauthorizedPage /> };
+        if let Some(options) = use_context::<leptos_axum::ResponseOptions>() {
+            options.set_status(http::StatusCode::FOUND);
+            if let Ok(value) = http::HeaderValue::from_str(&target) {
+                options.insert_header(http::header::LOCATION, value);
+            }
+        }
+        page
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        view! { <Redirect path=target /> }
     }
 }
 

@@ -1,0 +1,275 @@
+//! The test harness: a real strad on a loopback port over a fresh database, an HTTP client
+//! that keeps cookies and does not follow redirects, and (for sign-in tests) a real OpenID
+//! Connect issuer — `oidc-provider` from npm — started on its own loopback port.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::LOCATION;
+use sqlx::PgPool;
+use strad_server::auth::local::LocalLinks;
+use strad_server::config::Config;
+use strad_server::startup::Application;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::TcpListener;
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+
+pub const CLIENT_ID: &str = "strad-test";
+pub const CLIENT_SECRET: &str = "test-secret-!@#";
+
+pub struct TestApp {
+    pub base: String,
+    pub pool: PgPool,
+    pub client: reqwest::Client,
+    pub local: Option<Arc<LocalLinks>>,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.expect("request")
+    }
+
+    /// A second browser: its own cookie jar.
+    pub fn new_browser(&self) -> reqwest::Client {
+        client()
+    }
+
+    /// Stops the server the way SIGTERM does and waits for it to finish.
+    pub async fn shut_down(mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.server.take().expect("server").await.expect("join")
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+/// Binds a loopback port for strad before anything else, so the issuer can be told the
+/// exact redirect URI.
+pub async fn bind() -> (TcpListener, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    (listener, base)
+}
+
+pub async fn spawn_app_on(
+    pool: PgPool,
+    listener: TcpListener,
+    base: String,
+    extra_env: &[(&str, &str)],
+) -> TestApp {
+    let mut env: HashMap<String, String> = HashMap::new();
+    env.insert("STRAD_BIND".into(), listener.local_addr().unwrap().to_string());
+    env.insert("STRAD_PUBLIC_URL".into(), base.clone());
+    env.insert("STRAD_SITE_ROOT".into(), "target/site-absent-in-tests".into());
+    for (key, value) in extra_env {
+        env.insert(key.to_string(), value.to_string());
+    }
+    let config = Config::from_sources(None, &env).expect("config");
+    let app = Application::build_with(config, pool.clone(), listener).await.expect("build");
+    let local = app.local_links();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    TestApp { base, pool, client: client(), local, stop: Some(stop), server: Some(server) }
+}
+
+/// strad in local mode (no issuer).
+pub async fn spawn_app(pool: PgPool) -> TestApp {
+    let (listener, base) = bind().await;
+    spawn_app_on(pool, listener, base, &[]).await
+}
+
+/// A real OpenID Connect issuer (`end2end/support/oidc-issuer.mjs`).
+pub struct Issuer {
+    pub url: String,
+    child: Child,
+}
+
+impl Issuer {
+    pub async fn start(redirect_uri: &str) -> Issuer {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let script = root.join("end2end/support/oidc-issuer.mjs");
+        assert!(
+            root.join("end2end/node_modules/oidc-provider").exists(),
+            "end2end/node_modules is missing: run `npm ci --prefix end2end` (the test command does)"
+        );
+        let mut child = Command::new("node")
+            .arg(&script)
+            .env("PORT", "0")
+            .env("CLIENT_ID", CLIENT_ID)
+            .env("CLIENT_SECRET", CLIENT_SECRET)
+            .env("REDIRECT_URI", redirect_uri)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("node runs the issuer");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the issuer starts within 30 s")
+            .expect("read")
+            .expect("the issuer prints its address");
+        let ready: serde_json::Value = serde_json::from_str(&line).expect("one JSON line");
+        let url = ready["issuer"].as_str().expect("issuer").to_owned();
+        Issuer { url, child }
+    }
+
+    /// Chooses the account the issuer signs in as next.
+    pub async fn next_account(&self, sub: &str) {
+        let status = reqwest::Client::new()
+            .post(format!("{}/test/next-account?sub={sub}", self.url))
+            .send()
+            .await
+            .expect("issuer control")
+            .status();
+        assert_eq!(status, 204, "the issuer knows {sub}");
+    }
+}
+
+/// strad with OIDC against a fresh issuer. Allowed domains: example.com and corp.test.
+pub async fn spawn_app_with_issuer(pool: PgPool, extra_env: &[(&str, &str)]) -> (TestApp, Issuer) {
+    let (listener, base) = bind().await;
+    let issuer = Issuer::start(&format!("{base}/auth/callback")).await;
+    let mut env = vec![
+        ("STRAD_OIDC_ISSUER", issuer.url.as_str()),
+        ("STRAD_OIDC_CLIENT_ID", CLIENT_ID),
+        ("STRAD_OIDC_CLIENT_SECRET", CLIENT_SECRET),
+        ("STRAD_ALLOWED_DOMAINS", "example.com,corp.test"),
+    ];
+    env.extend_from_slice(extra_env);
+    let app = spawn_app_on(pool, listener, base, &env).await;
+    (app, issuer)
+}
+
+pub fn location(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get(LOCATION)
+        .unwrap_or_else(|| panic!("a redirect, got {} from {}", response.status(), response.url()))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Follows redirects (keeping cookies) until one points at `stop_prefix`; returns that URL
+/// without requesting it.
+pub async fn follow_until(client: &reqwest::Client, start: &str, stop_prefix: &str) -> String {
+    let mut url = start.to_owned();
+    for _ in 0..10 {
+        if url.starts_with(stop_prefix) {
+            return url;
+        }
+        let response = client.get(&url).send().await.expect("request");
+        assert!(response.status().is_redirection(), "{} answered {}", url, response.status());
+        let next = location(&response);
+        url = reqwest::Url::parse(&url).unwrap().join(&next).unwrap().to_string();
+    }
+    panic!("too many redirects from {start}");
+}
+
+/// Starts a sign-in at strad; returns the issuer authorization URL strad redirected to.
+pub async fn start_sign_in(app: &TestApp, client: &reqwest::Client) -> String {
+    let response = client.get(app.url("/auth/login?next=/")).send().await.unwrap();
+    assert_eq!(response.status(), 303);
+    location(&response)
+}
+
+/// Runs the issuer's part of a sign-in; returns the callback URL (code, state, iss).
+pub async fn callback_url(app: &TestApp, client: &reqwest::Client, authorize_url: &str) -> String {
+    follow_until(client, authorize_url, &app.url("/auth/callback")).await
+}
+
+/// Requests the callback; returns where strad sent the browser.
+pub async fn finish(client: &reqwest::Client, callback: &str) -> String {
+    let response = client.get(callback).send().await.unwrap();
+    assert_eq!(response.status(), 303, "the callback redirects");
+    location(&response)
+}
+
+/// Signs in through the issuer as `sub`; returns where strad sent the browser.
+pub async fn sign_in_as(app: &TestApp, issuer: &Issuer, client: &reqwest::Client, sub: &str) -> String {
+    issuer.next_account(sub).await;
+    let authorize = start_sign_in(app, client).await;
+    let callback = callback_url(app, client, &authorize).await;
+    finish(client, &callback).await
+}
+
+/// Signs in through a local one-time link.
+pub async fn sign_in_locally(app: &TestApp, client: &reqwest::Client) {
+    let link = app.local.as_ref().expect("local mode").mint();
+    let response = client.get(&link).send().await.unwrap();
+    assert_eq!(location(&response), "/");
+}
+
+/// The home page's body; panics unless it is a 200.
+pub async fn home_page(app: &TestApp, client: &reqwest::Client) -> String {
+    let response = client.get(app.url("/")).send().await.unwrap();
+    assert_eq!(response.status(), 200, "home page");
+    response.text().await.unwrap()
+}
+
+/// Whether this browser is signed in: the home page renders instead of redirecting.
+pub async fn is_signed_in(app: &TestApp, client: &reqwest::Client) -> bool {
+    let response = client.get(app.url("/")).send().await.unwrap();
+    match response.status().as_u16() {
+        200 => true,
+        302 | 303 | 307 => {
+            assert!(location(&response).starts_with("/sign-in"));
+            false
+        }
+        other => panic!("home answered {other}"),
+    }
+}
+
+pub async fn session_rows(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM tower_sessions.session").fetch_one(pool).await.unwrap()
+}
+
+pub fn with_query(url: &str, key: &str, value: &str) -> String {
+    let mut parsed = reqwest::Url::parse(url).unwrap();
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .map(|(k, v)| {
+            let v = if k == key { value.to_owned() } else { v.into_owned() };
+            (k.into_owned(), v)
+        })
+        .collect();
+    parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    parsed.to_string()
+}
+
+pub fn query_param(url: &str, key: &str) -> Option<String> {
+    reqwest::Url::parse(url).unwrap().query_pairs().find(|(k, _)| k == key).map(|(_, v)| v.into_owned())
+}
