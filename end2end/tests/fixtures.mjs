@@ -1,0 +1,104 @@
+// A real strad for each worker: the compiled server binary in local mode, on a free
+// loopback port, over a database of its own (strad creates it at start-up). The one-time
+// sign-in links it prints are read from its stdout.
+import { test as base, expect } from '@playwright/test';
+import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const targetDir = process.env.CARGO_TARGET_DIR || path.join(root, 'target');
+const binary = process.env.STRAD_BIN || path.join(targetDir, 'debug', 'strad');
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+class Strad {
+  constructor(child, baseURL, database) {
+    this.child = child;
+    this.baseURL = baseURL;
+    this.database = database;
+    this.links = [];
+    this.waiters = [];
+    const lines = createInterface({ input: child.stdout });
+    lines.on('line', (line) => {
+      const match = line.match(/sign in \(one time\) at (\S+)/);
+      if (!match) return;
+      const waiter = this.waiters.shift();
+      if (waiter) waiter(match[1]);
+      else this.links.push(match[1]);
+    });
+  }
+
+  /** The newest one-time sign-in link strad printed (each use prints the next). */
+  async nextLink() {
+    if (this.links.length) return this.links.pop();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no sign-in link printed')), 15_000);
+      this.waiters.push((link) => { clearTimeout(timer); resolve(link); });
+    });
+  }
+
+  async stop() {
+    if (this.child.exitCode === null) {
+      const exited = new Promise((resolve) => this.child.once('exit', resolve));
+      this.child.kill('SIGTERM');
+      await exited;
+    }
+    try {
+      execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-qc', `DROP DATABASE IF EXISTS ${this.database}`]);
+    } catch { /* best effort */ }
+  }
+}
+
+async function startStrad() {
+  const port = await freePort();
+  const database = `strad_e2e_${process.pid}_${port}`;
+  const baseURL = `http://127.0.0.1:${port}`;
+  const child = spawn(binary, [], {
+    cwd: root,
+    env: {
+      ...process.env,
+      STRAD_BIND: `127.0.0.1:${port}`,
+      STRAD_PUBLIC_URL: baseURL,
+      STRAD_SITE_ROOT: path.join(root, 'target', 'site'),
+      DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
+      RUST_LOG: process.env.RUST_LOG || 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const strad = new Strad(child, baseURL, database);
+  // Ready when /healthz answers.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`strad exited with ${child.exitCode}`);
+    try {
+      const response = await fetch(`${baseURL}/readyz`);
+      if (response.ok) break;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) throw new Error('strad did not become ready in 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return strad;
+}
+
+export const test = base.extend({
+  strad: [async ({}, use) => {
+    const strad = await startStrad();
+    await use(strad);
+    await strad.stop();
+  }, { scope: 'worker' }],
+  baseURL: async ({ strad }, use) => use(strad.baseURL),
+});
+
+export { expect };
