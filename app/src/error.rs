@@ -40,9 +40,9 @@ impl FromServerFnError for AppError {
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
         match value {
-            ServerFnErrorErr::Args(_) | ServerFnErrorErr::Deserialization(_) => {
-                Self::Invalid { field: "request".into() }
-            }
+            ServerFnErrorErr::Args(_) | ServerFnErrorErr::Deserialization(_) => Self::Invalid {
+                field: "request".into(),
+            },
             ServerFnErrorErr::Request(_) | ServerFnErrorErr::Response(_) => Self::Unavailable,
             _ => Self::Internal,
         }
@@ -56,16 +56,25 @@ impl AppError {
         tracing::error!(error.message = %cause, "internal error");
         Self::Internal
     }
+}
 
-    /// Sets this error's status on the response being built, when there is one, so a
-    /// server function's refusal is a real 401/403 and not a generic 500.
-    pub fn with_status(self) -> Self {
-        if let Some(options) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
-            if let Ok(status) = http::StatusCode::from_u16(self.status()) {
-                options.set_status(status);
-            }
+/// The response being built, captured before a server function's first `.await` so a
+/// refusal can set its real status (401/403) afterwards.
+#[cfg(feature = "ssr")]
+pub struct Responder(Option<leptos_axum::ResponseOptions>);
+
+#[cfg(feature = "ssr")]
+impl Responder {
+    pub fn capture() -> Self {
+        Self(leptos::prelude::use_context::<leptos_axum::ResponseOptions>())
+    }
+
+    /// Sets `error`'s status on the response and hands the error back.
+    pub fn fail(&self, error: AppError) -> AppError {
+        if let (Some(options), Ok(status)) = (&self.0, http::StatusCode::from_u16(error.status())) {
+            options.set_status(status);
         }
-        self
+        error
     }
 }
 
@@ -98,6 +107,9 @@ mod tests {
 
     #[test]
     fn messages_carry_no_internal_detail() {
-        assert_eq!(AppError::Internal.to_string(), "Something went wrong on our side.");
+        assert_eq!(
+            AppError::Internal.to_string(),
+            "Something went wrong on our side."
+        );
     }
 }

@@ -18,3 +18,11 @@ pub struct AppState {
     pub pool: PgPool,
     pub sign_in: SignInMode,
 }
+
+impl AppState {
+    /// The state of the current request. Call it before any `.await`.
+    pub fn from_context() -> Result<Self, crate::error::AppError> {
+        leptos::prelude::use_context::<AppState>()
+            .ok_or_else(|| crate::error::AppError::internal("AppState is not in the context"))
+    }
+}

@@ -50,7 +50,9 @@ pub struct DatabaseConfig {
 
 impl fmt::Debug for DatabaseConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DatabaseConfig").field("url", &redact_url(self.url.expose())).finish()
+        f.debug_struct("DatabaseConfig")
+            .field("url", &redact_url(self.url.expose()))
+            .finish()
     }
 }
 
@@ -133,7 +135,10 @@ pub struct ConfigError {
 }
 
 fn bad(setting: &'static str, problem: impl Into<String>) -> ConfigError {
-    ConfigError { setting, problem: problem.into() }
+    ConfigError {
+        setting,
+        problem: problem.into(),
+    }
 }
 
 // Names of settings, as they appear in messages.
@@ -215,7 +220,12 @@ impl Config {
         let file = match std::fs::read_to_string(&path) {
             Ok(text) => Some(text),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound && !must_exist => None,
-            Err(err) => return Err(bad(S_FILE, format!("cannot read {}: {err}", path.display()))),
+            Err(err) => {
+                return Err(bad(
+                    S_FILE,
+                    format!("cannot read {}: {err}", path.display()),
+                ));
+            }
         };
         Config::from_sources(file.as_deref(), &env)
     }
@@ -230,15 +240,22 @@ impl Config {
             Some(text) => toml::from_str(text).map_err(|e| bad(S_FILE, e.message().to_owned()))?,
             None => FileConfig::default(),
         };
-        let var = |name: &str| env.get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let var = |name: &str| {
+            env.get(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
 
         let bind_raw = var("STRAD_BIND")
             .or(file.http.bind)
             .or_else(|| var("LEPTOS_SITE_ADDR"))
             .unwrap_or_else(|| DEFAULT_BIND.into());
-        let bind: SocketAddr = bind_raw
-            .parse()
-            .map_err(|_| bad(S_BIND, format!("`{bind_raw}` is not an address like 127.0.0.1:3000")))?;
+        let bind: SocketAddr = bind_raw.parse().map_err(|_| {
+            bad(
+                S_BIND,
+                format!("`{bind_raw}` is not an address like 127.0.0.1:3000"),
+            )
+        })?;
 
         let public_url = match var("STRAD_PUBLIC_URL").or(file.http.public_url) {
             Some(raw) => parse_public_url(&raw)?,
@@ -266,7 +283,9 @@ impl Config {
             None => file_oidc.allowed_domains,
         };
         let require_hd = match var("STRAD_OIDC_REQUIRE_HOSTED_DOMAIN") {
-            Some(raw) => Some(parse_bool(&raw).ok_or_else(|| bad(S_REQUIRE_HD, "must be true or false"))?),
+            Some(raw) => {
+                Some(parse_bool(&raw).ok_or_else(|| bad(S_REQUIRE_HD, "must be true or false"))?)
+            }
             None => file_oidc.require_hosted_domain,
         };
 
@@ -282,24 +301,36 @@ impl Config {
             }
             (provider, issuer) => {
                 let (provider_name, issuer, google) = match (provider, issuer) {
-                    (Some("google"), None) => ("Google".to_string(), GOOGLE_ISSUER.to_string(), true),
+                    (Some("google"), None) => {
+                        ("Google".to_string(), GOOGLE_ISSUER.to_string(), true)
+                    }
                     (Some("google"), Some(issuer)) => {
                         let google = issuer.trim_end_matches('/') == GOOGLE_ISSUER;
                         if !google {
-                            return Err(bad(S_ISSUER, "the google provider's issuer is https://accounts.google.com"));
+                            return Err(bad(
+                                S_ISSUER,
+                                "the google provider's issuer is https://accounts.google.com",
+                            ));
                         }
                         ("Google".to_string(), issuer, true)
                     }
                     (Some("generic") | None, Some(issuer)) => {
                         let google = issuer.trim_end_matches('/') == GOOGLE_ISSUER;
-                        let name = if google { "Google" } else { "your identity provider" };
+                        let name = if google {
+                            "Google"
+                        } else {
+                            "your identity provider"
+                        };
                         (name.to_string(), issuer, google)
                     }
                     (Some("generic") | None, None) => {
                         return Err(bad(S_ISSUER, "required for the generic provider"));
                     }
                     (Some(other), _) => {
-                        return Err(bad(S_PROVIDER, format!("`{other}` is not one of: google, generic")));
+                        return Err(bad(
+                            S_PROVIDER,
+                            format!("`{other}` is not one of: google, generic"),
+                        ));
                     }
                 };
                 let issuer = Url::parse(&issuer)
@@ -312,13 +343,17 @@ impl Config {
                             _ => Err(bad(S_ISSUER, "must be https (http only on loopback)")),
                         }
                     })?;
-                let client_id = client_id.ok_or_else(|| bad(S_CLIENT_ID, "required with an OIDC issuer"))?;
-                let client_secret =
-                    client_secret.ok_or_else(|| bad(S_CLIENT_SECRET, "required with an OIDC issuer"))?;
+                let client_id =
+                    client_id.ok_or_else(|| bad(S_CLIENT_ID, "required with an OIDC issuer"))?;
+                let client_secret = client_secret
+                    .ok_or_else(|| bad(S_CLIENT_SECRET, "required with an OIDC issuer"))?;
                 let allowed_domains = parse_allowed_domains(allowed)?;
                 let require_hosted_domain = require_hd.unwrap_or(google);
                 if require_hosted_domain && allowed_domains == AllowedDomains::Any {
-                    return Err(bad(S_REQUIRE_HD, "cannot be required when every domain is allowed"));
+                    return Err(bad(
+                        S_REQUIRE_HD,
+                        "cannot be required when every domain is allowed",
+                    ));
                 }
                 Some(OidcConfig {
                     provider_name,
@@ -344,7 +379,10 @@ impl Config {
                 ));
             }
             if !public_url.host_str().is_some_and(is_loopback_host) {
-                return Err(bad(S_PUBLIC_URL, "local mode serves loopback addresses only"));
+                return Err(bad(
+                    S_PUBLIC_URL,
+                    "local mode serves loopback addresses only",
+                ));
             }
         }
 
@@ -357,15 +395,22 @@ impl Config {
             .map(|email| {
                 let email = email.trim().to_ascii_lowercase();
                 match email.split_once('@') {
-                    Some((local, domain)) if !local.is_empty() && is_domain_name(domain) => Ok(email),
+                    Some((local, domain)) if !local.is_empty() && is_domain_name(domain) => {
+                        Ok(email)
+                    }
                     _ => Err(bad(S_ADMINS, format!("`{email}` is not an email address"))),
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
 
         let idle_minutes = match var("STRAD_SESSION_IDLE_MINUTES") {
-            Some(raw) => raw.parse::<i64>().map_err(|_| bad(S_IDLE, "must be a whole number of minutes"))?,
-            None => file.auth.session_idle_minutes.unwrap_or(DEFAULT_SESSION_IDLE_MINUTES),
+            Some(raw) => raw
+                .parse::<i64>()
+                .map_err(|_| bad(S_IDLE, "must be a whole number of minutes"))?,
+            None => file
+                .auth
+                .session_idle_minutes
+                .unwrap_or(DEFAULT_SESSION_IDLE_MINUTES),
         };
         if !(5..=60 * 24 * 30).contains(&idle_minutes) {
             return Err(bad(S_IDLE, "must be between 5 minutes and 30 days"));
@@ -378,13 +423,17 @@ impl Config {
 
         Ok(Config {
             http: HttpConfig { bind, public_url },
-            database: DatabaseConfig { url: Secret::new(database_url) },
+            database: DatabaseConfig {
+                url: Secret::new(database_url),
+            },
             auth: AuthConfig {
                 oidc,
                 bootstrap_admins,
                 session_idle: time::Duration::minutes(idle_minutes),
             },
-            site: SiteConfig { root: PathBuf::from(site_root) },
+            site: SiteConfig {
+                root: PathBuf::from(site_root),
+            },
         })
     }
 }
@@ -395,7 +444,10 @@ fn parse_public_url(raw: &str) -> Result<Url, ConfigError> {
         return Err(bad(S_PUBLIC_URL, "must be http:// or https://"));
     }
     if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
-        return Err(bad(S_PUBLIC_URL, "must be an origin only, without path, query or fragment"));
+        return Err(bad(
+            S_PUBLIC_URL,
+            "must be an origin only, without path, query or fragment",
+        ));
     }
     if !url.username().is_empty() || url.password().is_some() {
         return Err(bad(S_PUBLIC_URL, "must not carry credentials"));
@@ -405,14 +457,24 @@ fn parse_public_url(raw: &str) -> Result<Url, ConfigError> {
 
 fn parse_allowed_domains(list: Option<Vec<String>>) -> Result<AllowedDomains, ConfigError> {
     let list = list.ok_or_else(|| {
-        bad(S_ALLOWED, "required with an OIDC issuer: list the email domains that may sign in, or `*` for any")
+        bad(
+            S_ALLOWED,
+            "required with an OIDC issuer: list the email domains that may sign in, or `*` for any",
+        )
     })?;
-    let list: Vec<String> = list.iter().map(|d| d.trim().to_ascii_lowercase()).filter(|d| !d.is_empty()).collect();
+    let list: Vec<String> = list
+        .iter()
+        .map(|d| d.trim().to_ascii_lowercase())
+        .filter(|d| !d.is_empty())
+        .collect();
     if list == ["*"] {
         return Ok(AllowedDomains::Any);
     }
     if list.is_empty() {
-        return Err(bad(S_ALLOWED, "must name at least one domain, or `*` for any"));
+        return Err(bad(
+            S_ALLOWED,
+            "must name at least one domain, or `*` for any",
+        ));
     }
     for domain in &list {
         if !is_domain_name(domain) {
@@ -423,7 +485,10 @@ fn parse_allowed_domains(list: Option<Vec<String>>) -> Result<AllowedDomains, Co
 }
 
 fn split_list(raw: &str) -> Vec<String> {
-    raw.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()
+    raw.split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn parse_bool(raw: &str) -> Option<bool> {
@@ -444,7 +509,9 @@ pub fn is_domain_name(domain: &str) -> bool {
                 && label.len() <= 63
                 && !label.starts_with('-')
                 && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         })
 }
 
@@ -463,7 +530,10 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn oidc_env() -> Vec<(&'static str, &'static str)> {
@@ -492,7 +562,10 @@ mod tests {
         for bind in ["0.0.0.0:3000", "192.168.1.10:3000", "[::]:3000"] {
             let err = Config::from_sources(
                 None,
-                &env(&[("STRAD_BIND", bind), ("STRAD_PUBLIC_URL", "http://127.0.0.1:3000")]),
+                &env(&[
+                    ("STRAD_BIND", bind),
+                    ("STRAD_PUBLIC_URL", "http://127.0.0.1:3000"),
+                ]),
             )
             .unwrap_err();
             assert_eq!(err.setting, S_BIND, "{bind}");
@@ -508,8 +581,11 @@ mod tests {
 
     #[test]
     fn local_mode_refuses_a_public_url_that_is_not_loopback() {
-        let err = Config::from_sources(None, &env(&[("STRAD_PUBLIC_URL", "https://strad.example.com")]))
-            .unwrap_err();
+        let err = Config::from_sources(
+            None,
+            &env(&[("STRAD_PUBLIC_URL", "https://strad.example.com")]),
+        )
+        .unwrap_err();
         assert_eq!(err.setting, S_PUBLIC_URL);
     }
 
@@ -552,7 +628,10 @@ mod tests {
             ("STRAD_OIDC_CLIENT_SECRET", S_CLIENT_SECRET),
             ("STRAD_ALLOWED_DOMAINS", S_ALLOWED),
         ] {
-            let pairs: Vec<_> = oidc_env().into_iter().filter(|(k, _)| *k != missing).collect();
+            let pairs: Vec<_> = oidc_env()
+                .into_iter()
+                .filter(|(k, _)| *k != missing)
+                .collect();
             let err = Config::from_sources(None, &env(&pairs)).unwrap_err();
             assert_eq!(err.setting, setting);
             assert!(err.to_string().contains(missing), "{err}");
@@ -570,9 +649,18 @@ mod tests {
         let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
             (vec![("STRAD_BIND", "localhost")], S_BIND),
             (vec![("STRAD_PUBLIC_URL", "ftp://127.0.0.1")], S_PUBLIC_URL),
-            (vec![("STRAD_PUBLIC_URL", "http://127.0.0.1:3000/console")], S_PUBLIC_URL),
-            (vec![("STRAD_PUBLIC_URL", "http://u:p@127.0.0.1:3000")], S_PUBLIC_URL),
-            (vec![("DATABASE_URL", "mysql://localhost/strad")], S_DATABASE_URL),
+            (
+                vec![("STRAD_PUBLIC_URL", "http://127.0.0.1:3000/console")],
+                S_PUBLIC_URL,
+            ),
+            (
+                vec![("STRAD_PUBLIC_URL", "http://u:p@127.0.0.1:3000")],
+                S_PUBLIC_URL,
+            ),
+            (
+                vec![("DATABASE_URL", "mysql://localhost/strad")],
+                S_DATABASE_URL,
+            ),
             (vec![("STRAD_BOOTSTRAP_ADMINS", "alice")], S_ADMINS),
             (vec![("STRAD_SESSION_IDLE_MINUTES", "forever")], S_IDLE),
             (vec![("STRAD_SESSION_IDLE_MINUTES", "1")], S_IDLE),
@@ -589,7 +677,12 @@ mod tests {
     fn an_issuer_must_be_https_except_on_loopback() {
         let mut pairs = oidc_env();
         pairs[0] = ("STRAD_OIDC_ISSUER", "http://id.example.com");
-        assert_eq!(Config::from_sources(None, &env(&pairs)).unwrap_err().setting, S_ISSUER);
+        assert_eq!(
+            Config::from_sources(None, &env(&pairs))
+                .unwrap_err()
+                .setting,
+            S_ISSUER
+        );
         pairs[0] = ("STRAD_OIDC_ISSUER", "http://127.0.0.1:4444");
         assert!(Config::from_sources(None, &env(&pairs)).is_ok());
     }
@@ -598,9 +691,18 @@ mod tests {
     fn allowed_domains_must_be_domains_or_an_explicit_star() {
         let mut pairs = oidc_env();
         pairs[3] = ("STRAD_ALLOWED_DOMAINS", "example.com;evil");
-        assert_eq!(Config::from_sources(None, &env(&pairs)).unwrap_err().setting, S_ALLOWED);
+        assert_eq!(
+            Config::from_sources(None, &env(&pairs))
+                .unwrap_err()
+                .setting,
+            S_ALLOWED
+        );
         pairs[3] = ("STRAD_ALLOWED_DOMAINS", "*");
-        let oidc = Config::from_sources(None, &env(&pairs)).unwrap().auth.oidc.unwrap();
+        let oidc = Config::from_sources(None, &env(&pairs))
+            .unwrap()
+            .auth
+            .oidc
+            .unwrap();
         assert_eq!(oidc.allowed_domains, AllowedDomains::Any);
     }
 
@@ -609,7 +711,12 @@ mod tests {
         let mut pairs = oidc_env();
         pairs[3] = ("STRAD_ALLOWED_DOMAINS", "*");
         pairs.push(("STRAD_OIDC_REQUIRE_HOSTED_DOMAIN", "true"));
-        assert_eq!(Config::from_sources(None, &env(&pairs)).unwrap_err().setting, S_REQUIRE_HD);
+        assert_eq!(
+            Config::from_sources(None, &env(&pairs))
+                .unwrap_err()
+                .setting,
+            S_REQUIRE_HD
+        );
     }
 
     #[test]
@@ -653,7 +760,16 @@ mod tests {
         for good in ["example.com", "a-b.example.co", "xn--bcher-kva.example"] {
             assert!(is_domain_name(good), "{good}");
         }
-        for bad in ["example", "-a.com", "a-.com", "a..com", "Example.com", "a_b.com", "a.com/x", ""] {
+        for bad in [
+            "example",
+            "-a.com",
+            "a-.com",
+            "a..com",
+            "Example.com",
+            "a_b.com",
+            "a.com/x",
+            "",
+        ] {
             assert!(!is_domain_name(bad), "{bad}");
         }
     }

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
+use sqlx::Postgres;
 use sqlx::migrate::{MigrateDatabase, Migrator};
 use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::Postgres;
 
 use crate::config::{DatabaseConfig, redact_url};
 
@@ -37,7 +37,10 @@ pub async fn connect_and_migrate(config: &DatabaseConfig) -> anyhow::Result<PgPo
 
 /// Applies pending migrations: strad's own, then the session store's table.
 pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    MIGRATOR.run(pool).await.map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
+    MIGRATOR
+        .run(pool)
+        .await
+        .map_err(|e| anyhow::anyhow!("migrations failed: {e}"))?;
     tower_sessions_sqlx_store::PostgresStore::new(pool.clone())
         .migrate()
         .await
@@ -52,5 +55,9 @@ pub async fn is_ready(pool: &PgPool) -> Result<(), String> {
         .await
         .map_err(|e| format!("database: {e}"))?;
     let expected = MIGRATOR.iter().count() as i64;
-    if applied >= expected { Ok(()) } else { Err(format!("{applied} of {expected} migrations applied")) }
+    if applied >= expected {
+        Ok(())
+    } else {
+        Err(format!("{applied} of {expected} migrations applied"))
+    }
 }

@@ -65,7 +65,11 @@ impl Application {
 
     /// Builds on a pool and a listener the caller made (tests bind port 0 and use a fresh
     /// database). Migrates the pool.
-    pub async fn build_with(config: Config, pool: PgPool, listener: TcpListener) -> anyhow::Result<Self> {
+    pub async fn build_with(
+        config: Config,
+        pool: PgPool,
+        listener: TcpListener,
+    ) -> anyhow::Result<Self> {
         db::migrate(&pool).await?;
         let config = Arc::new(config);
         let oidc = match &config.auth.oidc {
@@ -80,9 +84,15 @@ impl Application {
             }
             None => None,
         };
-        let local = config.auth.oidc.is_none().then(|| Arc::new(LocalLinks::new(&config.http.public_url)));
+        let local = config
+            .auth
+            .oidc
+            .is_none()
+            .then(|| Arc::new(LocalLinks::new(&config.http.public_url)));
         let sign_in = match &oidc {
-            Some(oidc) => SignInMode::Oidc { provider: oidc.provider_name().to_owned() },
+            Some(oidc) => SignInMode::Oidc {
+                provider: oidc.provider_name().to_owned(),
+            },
             None => SignInMode::Local,
         };
         let leptos_options = LeptosOptions::builder()
@@ -92,13 +102,21 @@ impl Application {
             .site_addr(config.http.bind)
             .build();
         let state = ServerState {
-            app: AppState { leptos_options, pool: pool.clone(), sign_in },
+            app: AppState {
+                leptos_options,
+                pool: pool.clone(),
+                sign_in,
+            },
             config: config.clone(),
             oidc,
             local,
         };
         let router = router(state.clone(), pool);
-        Ok(Self { listener, router, state })
+        Ok(Self {
+            listener,
+            router,
+            state,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -115,10 +133,15 @@ impl Application {
     }
 
     /// Serves until `signal` completes, then finishes the requests in flight.
-    pub async fn run_until(self, signal: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn run_until(
+        self,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let addr = self.listener.local_addr()?;
         tracing::info!(http.addr = %addr, http.public_url = %self.state.config.http.public_url, "strad listening");
-        axum::serve(self.listener, self.router).with_graceful_shutdown(signal).await?;
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(signal)
+            .await?;
         tracing::info!("strad stopped");
         Ok(())
     }
@@ -153,7 +176,10 @@ fn router(state: ServerState, pool: PgPool) -> Router {
             let options = leptos_options.clone();
             move || shell(options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler_with_context::<ServerState, _>(context, shell))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            ServerState,
+            _,
+        >(context, shell))
         .layer(sessions)
         .layer(csp)
         .layer(frame)
@@ -165,7 +191,10 @@ fn router(state: ServerState, pool: PgPool) -> Router {
 
 async fn delete_expired_sessions(store: PostgresStore) {
     use tower_sessions::ExpiredDeletion;
-    if let Err(err) = store.continuously_delete_expired(std::time::Duration::from_secs(300)).await {
+    if let Err(err) = store
+        .continuously_delete_expired(std::time::Duration::from_secs(300))
+        .await
+    {
         tracing::error!(error.message = %err, "expired-session deletion stopped");
     }
 }

@@ -9,17 +9,30 @@ use support::*;
 #[sqlx::test(migrations = false)]
 async fn protected_pages_redirect_anonymous_visitors_to_sign_in(pool: PgPool) {
     let app = spawn_app(pool).await;
-    for (path, next) in [("/", "%2F"), ("/people", "%2Fpeople"), ("/people?x=1", "%2Fpeople%3Fx%3D1")] {
+    for (path, next) in [
+        ("/", "%2F"),
+        ("/people", "%2Fpeople"),
+        ("/people?x=1", "%2Fpeople%3Fx%3D1"),
+    ] {
         let response = app.get(path).await;
         assert_eq!(response.status(), 302, "{path}");
-        assert_eq!(location(&response), format!("/sign-in?next={next}"), "{path}");
+        assert_eq!(
+            location(&response),
+            format!("/sign-in?next={next}"),
+            "{path}"
+        );
     }
 }
 
 #[sqlx::test(migrations = false)]
 async fn server_functions_answer_anonymous_callers_with_401(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let response = app.client.post(app.url("/api/people")).send().await.unwrap();
+    let response = app
+        .client
+        .post(app.url("/api/people"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 401);
     let body = response.text().await.unwrap();
     assert!(body.contains("Unauthorized"), "{body}");
@@ -27,7 +40,12 @@ async fn server_functions_answer_anonymous_callers_with_401(pool: PgPool) {
     let response = app.client.post(app.url("/api/me")).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().await.unwrap(), "null");
-    let response = app.client.post(app.url("/api/sign-in-options")).send().await.unwrap();
+    let response = app
+        .client
+        .post(app.url("/api/sign-in-options"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
 }
 
@@ -35,11 +53,19 @@ async fn server_functions_answer_anonymous_callers_with_401(pool: PgPool) {
 async fn a_member_without_the_admin_role_gets_403(pool: PgPool) {
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;
-    sqlx::query("DELETE FROM user_roles WHERE role <> 'member'").execute(&app.pool).await.unwrap();
+    sqlx::query("DELETE FROM user_roles WHERE role <> 'member'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let page = app.get("/people").await;
     assert_eq!(page.status(), 403);
     assert!(page.text().await.unwrap().contains("No access"));
-    let api = app.client.post(app.url("/api/people")).send().await.unwrap();
+    let api = app
+        .client
+        .post(app.url("/api/people"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(api.status(), 403);
 }
 
@@ -47,18 +73,49 @@ async fn a_member_without_the_admin_role_gets_403(pool: PgPool) {
 async fn no_route_answers_an_anonymous_request_with_a_server_error(pool: PgPool) {
     let app = spawn_app(pool).await;
     let gets = [
-        "/", "/sign-in", "/sign-in?error=state", "/sign-in?error=%3Cscript%3E", "/people",
-        "/nowhere", "/pkg/strad.js", "/auth/login", "/auth/callback", "/auth/callback?code=a&state=b",
-        "/auth/local", "/auth/sign-out", "/healthz", "/readyz", "/api/me", "/api/people", "/api/nope",
+        "/",
+        "/sign-in",
+        "/sign-in?error=state",
+        "/sign-in?error=%3Cscript%3E",
+        "/people",
+        "/nowhere",
+        "/pkg/strad.js",
+        "/auth/login",
+        "/auth/callback",
+        "/auth/callback?code=a&state=b",
+        "/auth/local",
+        "/auth/sign-out",
+        "/healthz",
+        "/readyz",
+        "/api/me",
+        "/api/people",
+        "/api/nope",
     ];
     for path in gets {
         let status = app.get(path).await.status().as_u16();
         assert!(status < 500, "GET {path} answered {status}");
-        assert!(matches!(status, 200 | 302 | 303 | 400 | 401 | 404 | 405), "GET {path}: {status}");
+        assert!(
+            matches!(status, 200 | 302 | 303 | 400 | 401 | 404 | 405),
+            "GET {path}: {status}"
+        );
     }
-    let posts = ["/auth/sign-out", "/api/me", "/api/people", "/api/sign-in-options", "/api/nope", "/"];
+    let posts = [
+        "/auth/sign-out",
+        "/api/me",
+        "/api/people",
+        "/api/sign-in-options",
+        "/api/nope",
+        "/",
+    ];
     for path in posts {
-        let status = app.client.post(app.url(path)).send().await.unwrap().status().as_u16();
+        let status = app
+            .client
+            .post(app.url(path))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
         assert!(status < 500, "POST {path} answered {status}");
     }
 }
@@ -74,9 +131,17 @@ async fn unknown_paths_are_404_pages(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn the_sign_in_page_shows_only_known_messages(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let page = app.get("/sign-in?error=%3Cscript%3Ealert(1)%3C%2Fscript%3E").await.text().await.unwrap();
+    let page = app
+        .get("/sign-in?error=%3Cscript%3Ealert(1)%3C%2Fscript%3E")
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(!page.contains("<script>alert"));
-    assert!(!page.contains("sign-in-error"), "an unknown code shows no message");
+    assert!(
+        !page.contains("sign-in-error"),
+        "an unknown code shows no message"
+    );
     let page = app.get("/sign-in?error=domain").await.text().await.unwrap();
     assert!(page.contains("email domain may not sign in"));
 }
@@ -86,9 +151,20 @@ async fn health_and_readiness_answer(pool: PgPool) {
     let app = spawn_app(pool).await;
     assert_eq!(app.get("/healthz").await.status(), 200);
     assert_eq!(app.get("/readyz").await.status(), 200);
-    sqlx::query("DELETE FROM _sqlx_migrations").execute(&app.pool).await.unwrap();
-    assert_eq!(app.get("/readyz").await.status(), 503, "not ready until migrated");
-    assert_eq!(app.get("/healthz").await.status(), 200, "but the process is up");
+    sqlx::query("DELETE FROM _sqlx_migrations")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.get("/readyz").await.status(),
+        503,
+        "not ready until migrated"
+    );
+    assert_eq!(
+        app.get("/healthz").await.status(),
+        200,
+        "but the process is up"
+    );
 }
 
 #[sqlx::test(migrations = false)]
@@ -96,10 +172,25 @@ async fn every_response_forbids_framing_and_sniffing(pool: PgPool) {
     let app = spawn_app(pool).await;
     for path in ["/", "/sign-in", "/healthz", "/nowhere"] {
         let response = app.get(path).await;
-        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        assert!(header("content-security-policy").unwrap().contains("frame-ancestors 'none'"), "{path}");
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        assert!(
+            header("content-security-policy")
+                .unwrap()
+                .contains("frame-ancestors 'none'"),
+            "{path}"
+        );
         assert_eq!(header("x-frame-options").as_deref(), Some("DENY"), "{path}");
-        assert_eq!(header("x-content-type-options").as_deref(), Some("nosniff"), "{path}");
+        assert_eq!(
+            header("x-content-type-options").as_deref(),
+            Some("nosniff"),
+            "{path}"
+        );
     }
 }
 

@@ -17,7 +17,10 @@ async fn the_one_time_link_signs_in_the_local_admin_once(pool: PgPool) {
     let home = home_page(&app, &browser).await;
     assert!(home.contains("admin@localhost"));
     for role in ["admin", "auditor", "member"] {
-        assert!(home.contains(&format!(">{role}<")), "role {role} shown in the console bar");
+        assert!(
+            home.contains(&format!(">{role}<")),
+            "role {role} shown in the console bar"
+        );
     }
 
     let other = app.new_browser();
@@ -42,7 +45,10 @@ async fn the_sign_in_page_explains_local_mode(pool: PgPool) {
     let app = spawn_app(pool).await;
     let page = app.get("/sign-in").await.text().await.unwrap();
     assert!(page.contains("local mode"));
-    assert!(!page.contains("/auth/login"), "no issuer button in local mode");
+    assert!(
+        !page.contains("/auth/login"),
+        "no issuer button in local mode"
+    );
 }
 
 #[sqlx::test(migrations = false)]

@@ -22,17 +22,30 @@ async fn a_person_signs_in_sees_their_email_and_signs_out(pool: PgPool) {
     let landed = sign_in_as(&app, &issuer, &browser, "alice").await;
     assert_eq!(landed, "/");
     let home = home_page(&app, &browser).await;
-    assert!(home.contains("alice@example.com"), "the home page shows the email");
-    assert!(home.contains("Alice Example"), "and the name from the ID token");
+    assert!(
+        home.contains("alice@example.com"),
+        "the home page shows the email"
+    );
+    assert!(
+        home.contains("Alice Example"),
+        "and the name from the ID token"
+    );
 
     let (issuer_url, subject): (String, String) =
         sqlx::query_as("SELECT issuer, subject FROM users WHERE email = 'alice@example.com'")
             .fetch_one(&app.pool)
             .await
             .unwrap();
-    assert_eq!((issuer_url.as_str(), subject.as_str()), (issuer.url.as_str(), "alice"));
+    assert_eq!(
+        (issuer_url.as_str(), subject.as_str()),
+        (issuer.url.as_str(), "alice")
+    );
 
-    let response = browser.post(app.url("/auth/sign-out")).send().await.unwrap();
+    let response = browser
+        .post(app.url("/auth/sign-out"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 303);
     assert_eq!(location(&response), "/sign-in");
     assert!(!is_signed_in(&app, &browser).await);
@@ -43,7 +56,10 @@ async fn signing_in_again_is_the_same_person(pool: PgPool) {
     let (app, issuer) = spawn_app_with_issuer(pool, &[]).await;
     sign_in_as(&app, &issuer, &app.new_browser(), "alice").await;
     sign_in_as(&app, &issuer, &app.new_browser(), "alice").await;
-    let people: i64 = sqlx::query_scalar("SELECT count(*) FROM users").fetch_one(&app.pool).await.unwrap();
+    let people: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(people, 1);
 }
 
@@ -52,8 +68,16 @@ async fn the_person_returns_to_the_page_they_asked_for_but_never_off_site(pool: 
     let (app, issuer) = spawn_app_with_issuer(pool, &[]).await;
     let browser = app.new_browser();
     issuer.next_account("alice").await;
-    for (next, expected) in [("%2Fpeople", "/people"), ("%2F%2Fevil.example", "/"), ("https%3A%2F%2Fevil.example", "/")] {
-        let response = browser.get(app.url(&format!("/auth/login?next={next}"))).send().await.unwrap();
+    for (next, expected) in [
+        ("%2Fpeople", "/people"),
+        ("%2F%2Fevil.example", "/"),
+        ("https%3A%2F%2Fevil.example", "/"),
+    ] {
+        let response = browser
+            .get(app.url(&format!("/auth/login?next={next}")))
+            .send()
+            .await
+            .unwrap();
         let callback = callback_url(&app, &browser, &location(&response)).await;
         assert_eq!(finish(&browser, &callback).await, expected, "next={next}");
     }
@@ -70,7 +94,11 @@ async fn a_tampered_state_is_refused_with_no_session(pool: PgPool) {
     let tampered = with_query(&callback, "state", &format!("{state}x"));
     let landed = finish(&browser, &tampered).await;
     assert_eq!(landed, "/sign-in?error=state");
-    assert!(refusal_page(&app, &browser, &landed).await.contains("did not start in this browser"));
+    assert!(
+        refusal_page(&app, &browser, &landed)
+            .await
+            .contains("did not start in this browser")
+    );
     assert!(!is_signed_in(&app, &browser).await);
     // The genuine callback no longer works either: the attempt was used up.
     assert_eq!(finish(&browser, &callback).await, "/sign-in?error=state");
@@ -121,7 +149,11 @@ async fn a_replayed_code_is_refused_by_the_issuer(pool: PgPool) {
     let replay = with_query(&second, "code", &used_code);
     let landed = finish(&replayer, &replay).await;
     assert_eq!(landed, "/sign-in?error=exchange");
-    assert!(refusal_page(&app, &replayer, &landed).await.contains("did not accept this sign-in"));
+    assert!(
+        refusal_page(&app, &replayer, &landed)
+            .await
+            .contains("did not accept this sign-in")
+    );
     assert!(!is_signed_in(&app, &replayer).await);
 }
 
@@ -136,7 +168,11 @@ async fn a_wrong_nonce_is_refused(pool: PgPool) {
     let callback = callback_url(&app, &browser, &tampered).await;
     let landed = finish(&browser, &callback).await;
     assert_eq!(landed, "/sign-in?error=nonce");
-    assert!(refusal_page(&app, &browser, &landed).await.contains("does not belong to this sign-in"));
+    assert!(
+        refusal_page(&app, &browser, &landed)
+            .await
+            .contains("does not belong to this sign-in")
+    );
     assert!(!is_signed_in(&app, &browser).await);
 }
 
@@ -146,9 +182,16 @@ async fn an_unverified_email_is_refused(pool: PgPool) {
     let browser = app.new_browser();
     let landed = sign_in_as(&app, &issuer, &browser, "bob").await;
     assert_eq!(landed, "/sign-in?error=unverified");
-    assert!(refusal_page(&app, &browser, &landed).await.contains("has not verified your email"));
+    assert!(
+        refusal_page(&app, &browser, &landed)
+            .await
+            .contains("has not verified your email")
+    );
     assert!(!is_signed_in(&app, &browser).await);
-    let people: i64 = sqlx::query_scalar("SELECT count(*) FROM users").fetch_one(&app.pool).await.unwrap();
+    let people: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(people, 0, "a refused person is not recorded");
 }
 
@@ -158,7 +201,11 @@ async fn a_disallowed_domain_is_refused(pool: PgPool) {
     let browser = app.new_browser();
     let landed = sign_in_as(&app, &issuer, &browser, "carol").await;
     assert_eq!(landed, "/sign-in?error=domain");
-    assert!(refusal_page(&app, &browser, &landed).await.contains("email domain may not sign in"));
+    assert!(
+        refusal_page(&app, &browser, &landed)
+            .await
+            .contains("email domain may not sign in")
+    );
     assert!(!is_signed_in(&app, &browser).await);
 }
 
@@ -167,7 +214,10 @@ async fn with_the_hosted_domain_required_only_workspace_accounts_sign_in(pool: P
     let (app, issuer) =
         spawn_app_with_issuer(pool, &[("STRAD_OIDC_REQUIRE_HOSTED_DOMAIN", "true")]).await;
     let frank = app.new_browser();
-    assert_eq!(sign_in_as(&app, &issuer, &frank, "frank").await, "/sign-in?error=domain");
+    assert_eq!(
+        sign_in_as(&app, &issuer, &frank, "frank").await,
+        "/sign-in?error=domain"
+    );
     assert!(!is_signed_in(&app, &frank).await);
     let erin = app.new_browser();
     assert_eq!(sign_in_as(&app, &issuer, &erin, "erin").await, "/");
@@ -189,13 +239,25 @@ async fn an_error_from_the_issuer_is_refused(pool: PgPool) {
 async fn the_sign_in_request_uses_pkce_state_and_nonce(pool: PgPool) {
     let (app, _issuer) = spawn_app_with_issuer(pool, &[]).await;
     let authorize = start_sign_in(&app, &app.new_browser()).await;
-    assert_eq!(query_param(&authorize, "code_challenge_method").as_deref(), Some("S256"));
+    assert_eq!(
+        query_param(&authorize, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
     for key in ["code_challenge", "state", "nonce"] {
-        assert!(query_param(&authorize, key).is_some_and(|v| v.len() >= 22), "{key}");
+        assert!(
+            query_param(&authorize, key).is_some_and(|v| v.len() >= 22),
+            "{key}"
+        );
     }
-    assert_eq!(query_param(&authorize, "response_type").as_deref(), Some("code"));
+    assert_eq!(
+        query_param(&authorize, "response_type").as_deref(),
+        Some("code")
+    );
     let scope = query_param(&authorize, "scope").unwrap();
-    assert!(scope.contains("openid") && scope.contains("email"), "{scope}");
+    assert!(
+        scope.contains("openid") && scope.contains("email"),
+        "{scope}"
+    );
 }
 
 #[sqlx::test(migrations = false)]
@@ -207,8 +269,14 @@ async fn a_bootstrap_admin_gets_the_admin_role_at_sign_in(pool: PgPool) {
     let alice = app.new_browser();
     sign_in_as(&app, &issuer, &alice, "alice").await;
 
-    assert_eq!(erin.get(app.url("/people")).send().await.unwrap().status(), 200);
-    assert_eq!(alice.get(app.url("/people")).send().await.unwrap().status(), 403);
+    assert_eq!(
+        erin.get(app.url("/people")).send().await.unwrap().status(),
+        200
+    );
+    assert_eq!(
+        alice.get(app.url("/people")).send().await.unwrap().status(),
+        403
+    );
     let roles: Vec<String> = sqlx::query_scalar(
         "SELECT r.role FROM user_roles r JOIN users u ON u.id = r.user_id
          WHERE u.email = 'erin@corp.test' ORDER BY r.role",

@@ -17,7 +17,12 @@ fn session_cookie(response: &reqwest::Response) -> Option<String> {
 }
 
 fn cookie_value(set_cookie: &str) -> String {
-    set_cookie.split(';').next().unwrap().trim_start_matches("strad_session=").to_owned()
+    set_cookie
+        .split(';')
+        .next()
+        .unwrap()
+        .trim_start_matches("strad_session=")
+        .to_owned()
 }
 
 #[sqlx::test(migrations = false)]
@@ -31,15 +36,29 @@ async fn the_session_cookie_is_httponly_lax_and_not_secure_over_http(pool: PgPoo
     assert!(lower.contains("samesite=lax"), "{cookie}");
     assert!(lower.contains("path=/"), "{cookie}");
     assert!(!lower.contains("secure"), "{cookie}");
-    assert!(lower.contains("max-age=43200"), "the cookie expires after 12 idle hours: {cookie}");
+    assert!(
+        lower.contains("max-age=43200"),
+        "the cookie expires after 12 idle hours: {cookie}"
+    );
 }
 
 #[sqlx::test(migrations = false)]
 async fn the_session_cookie_is_secure_when_the_public_url_is_https(pool: PgPool) {
     let (listener, base) = bind().await;
     let https = base.replace("http://", "https://");
-    let app = spawn_app_on(pool, listener, base, &[("STRAD_PUBLIC_URL", https.as_str())]).await;
-    let link = app.local.as_ref().unwrap().mint().replace("https://", "http://");
+    let app = spawn_app_on(
+        pool,
+        listener,
+        base,
+        &[("STRAD_PUBLIC_URL", https.as_str())],
+    )
+    .await;
+    let link = app
+        .local
+        .as_ref()
+        .unwrap()
+        .mint()
+        .replace("https://", "http://");
     let response = app.client.get(&link).send().await.unwrap();
     let cookie = session_cookie(&response).expect("sign-in sets the session cookie");
     assert!(cookie.to_ascii_lowercase().contains("secure"), "{cookie}");
@@ -60,21 +79,28 @@ async fn the_session_id_changes_at_sign_in(pool: PgPool) {
     let browser = app.new_browser();
     issuer.next_account("alice").await;
     let response = browser.get(app.url("/auth/login")).send().await.unwrap();
-    let before = cookie_value(&session_cookie(&response).expect("the pending sign-in has a session"));
+    let before =
+        cookie_value(&session_cookie(&response).expect("the pending sign-in has a session"));
     let callback = callback_url(&app, &browser, &location(&response)).await;
     let response = browser.get(&callback).send().await.unwrap();
     let after = cookie_value(&session_cookie(&response).expect("sign-in sets a new cookie"));
     assert_ne!(before, after);
 
     // The id from before sign-in is worth nothing now.
-    let planted = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let planted = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
     let response = planted
         .get(app.url("/"))
         .header("cookie", format!("strad_session={before}"))
         .send()
         .await
         .unwrap();
-    assert!(response.status().is_redirection(), "an old session id is anonymous");
+    assert!(
+        response.status().is_redirection(),
+        "an old session id is anonymous"
+    );
     let response = planted
         .get(app.url("/"))
         .header("cookie", format!("strad_session={after}"))
@@ -89,7 +115,12 @@ async fn sign_out_deletes_the_session_row(pool: PgPool) {
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;
     assert_eq!(session_rows(&app.pool).await, 1);
-    let response = app.client.post(app.url("/auth/sign-out")).send().await.unwrap();
+    let response = app
+        .client
+        .post(app.url("/auth/sign-out"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 303);
     assert_eq!(session_rows(&app.pool).await, 0);
     assert!(!is_signed_in(&app, &app.client).await);
@@ -99,8 +130,17 @@ async fn sign_out_deletes_the_session_row(pool: PgPool) {
 async fn a_cross_site_sign_out_is_refused(pool: PgPool) {
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;
-    for (name, value) in [("sec-fetch-site", "cross-site"), ("origin", "https://evil.example")] {
-        let response = app.client.post(app.url("/auth/sign-out")).header(name, value).send().await.unwrap();
+    for (name, value) in [
+        ("sec-fetch-site", "cross-site"),
+        ("origin", "https://evil.example"),
+    ] {
+        let response = app
+            .client
+            .post(app.url("/auth/sign-out"))
+            .header(name, value)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 403, "{name}: {value}");
     }
     assert!(is_signed_in(&app, &app.client).await);
@@ -122,7 +162,10 @@ async fn an_expired_session_is_anonymous(pool: PgPool) {
 async fn a_session_of_a_deleted_person_is_anonymous(pool: PgPool) {
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;
-    sqlx::query("DELETE FROM users").execute(&app.pool).await.unwrap();
+    sqlx::query("DELETE FROM users")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     assert!(!is_signed_in(&app, &app.client).await);
 }
 
@@ -131,6 +174,9 @@ async fn a_revoked_role_takes_effect_on_the_next_request(pool: PgPool) {
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;
     assert_eq!(app.get("/people").await.status(), 200);
-    sqlx::query("DELETE FROM user_roles WHERE role = 'admin'").execute(&app.pool).await.unwrap();
+    sqlx::query("DELETE FROM user_roles WHERE role = 'admin'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(app.get("/people").await.status(), 403);
 }

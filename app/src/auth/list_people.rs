@@ -8,7 +8,7 @@ pub struct PersonView {
     pub email: String,
     pub name: Option<String>,
     pub roles: Vec<String>,
-    /// RFC 3339.
+    /// `YYYY-MM-DD HH:MM UTC`.
     pub last_sign_in: String,
 }
 
@@ -17,10 +17,12 @@ pub struct PersonView {
 pub async fn list_people() -> Result<Vec<PersonView>, AppError> {
     use super::Role;
     use super::ssr::{context::RequestContext, users};
-    use time::format_description::well_known::Rfc3339;
+    use time::macros::format_description;
 
+    // Contexts are read before the first `.await`: a render can drop this future's owner
+    // while it waits, and a lookup after that would find nothing.
+    let state = crate::state::AppState::from_context()?;
     let _ctx = RequestContext::require_role(Role::Admin).await?;
-    let state = expect_context::<crate::state::AppState>();
     let people = users::list_people(&state.pool).await?;
     Ok(people
         .into_iter()
@@ -28,7 +30,10 @@ pub async fn list_people() -> Result<Vec<PersonView>, AppError> {
             email: p.email,
             name: p.display_name,
             roles: p.roles,
-            last_sign_in: p.last_sign_in_at.format(&Rfc3339).unwrap_or_default(),
+            last_sign_in: p
+                .last_sign_in_at
+                .format(format_description!("[year]-[month]-[day] [hour]:[minute] UTC"))
+                .unwrap_or_default(),
         })
         .collect())
 }

@@ -3,9 +3,11 @@
 /// characters) is refused, so a sign-in link cannot become an open redirect.
 pub fn safe_next_path(next: &str) -> Option<&str> {
     let bytes = next.as_bytes();
-    let starts_well = bytes.first() == Some(&b'/')
-        && !matches!(bytes.get(1), Some(b'/') | Some(b'\\'));
-    let clean = next.chars().all(|c| !c.is_control() && c != '\\' && !c.is_whitespace());
+    let starts_well =
+        bytes.first() == Some(&b'/') && !matches!(bytes.get(1), Some(b'/') | Some(b'\\'));
+    let clean = next
+        .chars()
+        .all(|c| !c.is_control() && c != '\\' && !c.is_whitespace());
     (starts_well && clean && next.len() <= 2048).then_some(next)
 }
 

@@ -13,7 +13,7 @@ pub enum SignInMethod {
 #[server(prefix = "/api", endpoint = "sign-in-options")]
 pub async fn sign_in_options() -> Result<SignInMethod, AppError> {
     use crate::state::{AppState, SignInMode};
-    let state = expect_context::<AppState>();
+    let state = AppState::from_context()?;
     Ok(match state.sign_in {
         SignInMode::Oidc { provider } => SignInMethod::Oidc { provider },
         SignInMode::Local => SignInMethod::Local,

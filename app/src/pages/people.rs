@@ -37,7 +37,7 @@ fn PeopleTable() -> impl IntoView {
                                         <td>{p.email}</td>
                                         <td>{p.name.unwrap_or_default()}</td>
                                         <td>{p.roles.join(", ")}</td>
-                                        <td><time datetime=p.last_sign_in.clone()>{p.last_sign_in.clone()}</time></td>
+                                        <td>{p.last_sign_in}</td>
                                     </tr>
                                 }).collect_view()}
                             </tbody>

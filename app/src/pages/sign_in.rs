@@ -10,9 +10,18 @@ pub fn SignInPage() -> impl IntoView {
     let query = use_query_map();
     let options = Resource::new_blocking(|| (), |_| sign_in_options());
     let me = expect_context::<MeResource>();
-    let error = move || query.read().get("error").and_then(|code| SignInError::parse(&code));
+    let error = move || {
+        query
+            .read()
+            .get("error")
+            .and_then(|code| SignInError::parse(&code))
+    };
     let next = move || {
-        query.read().get("next").filter(|n| safe_next_path(n).is_some()).unwrap_or("/".into())
+        query
+            .read()
+            .get("next")
+            .filter(|n| safe_next_path(n).is_some())
+            .unwrap_or("/".into())
     };
     view! {
         <Title text="Sign in" />

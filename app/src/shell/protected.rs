@@ -5,9 +5,9 @@ use leptos_router::hooks::use_location;
 
 use crate::auth::{Me, Role};
 use crate::error::AppError;
-use crate::pages::{ErrorPage, ForbiddenPage};
 #[cfg(feature = "ssr")]
 use crate::pages::UnauthorizedPage;
+use crate::pages::{ErrorPage, ForbiddenPage};
 
 /// The signed-in person, fetched once per page load and shared through context.
 pub type MeResource = Resource<Result<Option<Me>, AppError>>;
@@ -17,10 +17,7 @@ pub type MeResource = Resource<Result<Option<Me>, AppError>>;
 /// the role gets the 403 page. This only shapes the page: every server function the page
 /// calls authorizes again on its own.
 #[component]
-pub fn Protected<F, V>(
-    children: F,
-    #[prop(optional)] role: Option<Role>,
-) -> impl IntoView
+pub fn Protected<F, V>(children: F, #[prop(optional)] role: Option<Role>) -> impl IntoView
 where
     F: Fn(Me) -> V + Send + Sync + 'static,
     V: IntoView + 'static,
@@ -99,7 +96,10 @@ mod tests {
 
     #[test]
     fn query_components_are_percent_encoded() {
-        assert_eq!(encode_component("/people?x=1&y=é"), "%2Fpeople%3Fx%3D1%26y%3D%C3%A9");
+        assert_eq!(
+            encode_component("/people?x=1&y=é"),
+            "%2Fpeople%3Fx%3D1%26y%3D%C3%A9"
+        );
         assert_eq!(encode_component("abc-._~"), "abc-._~");
     }
 }

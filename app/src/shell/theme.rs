@@ -98,7 +98,11 @@ fn theme_in_effect() -> Theme {
         .flatten()
         .map(|query| query.matches())
         .unwrap_or(false);
-    if prefers_dark { Theme::Dark } else { Theme::Light }
+    if prefers_dark {
+        Theme::Dark
+    } else {
+        Theme::Light
+    }
 }
 
 fn apply_theme(theme: Theme) {
@@ -120,8 +124,14 @@ mod tests {
 
     #[test]
     fn the_theme_cookie_is_found_among_others() {
-        assert_eq!(Theme::from_cookie_header("a=1; strad_theme=dark; b=2"), Some(Theme::Dark));
-        assert_eq!(Theme::from_cookie_header("strad_theme=light"), Some(Theme::Light));
+        assert_eq!(
+            Theme::from_cookie_header("a=1; strad_theme=dark; b=2"),
+            Some(Theme::Dark)
+        );
+        assert_eq!(
+            Theme::from_cookie_header("strad_theme=light"),
+            Some(Theme::Light)
+        );
     }
 
     #[test]

@@ -27,7 +27,10 @@ pub async fn complete_sign_in(
     let mut tx = pool.begin().await?;
     let user = users::upsert_user(&mut *tx, identity).await?;
     users::grant_role(&mut *tx, user.id, Role::Member).await?;
-    if bootstrap_admins.iter().any(|admin| admin.eq_ignore_ascii_case(&identity.email)) {
+    if bootstrap_admins
+        .iter()
+        .any(|admin| admin.eq_ignore_ascii_case(&identity.email))
+    {
         if users::grant_role(&mut *tx, user.id, Role::Admin).await? {
             tracing::info!(user.email = %identity.email, "bootstrap admin granted the admin role");
         }
@@ -38,7 +41,9 @@ pub async fn complete_sign_in(
     tx.commit().await?;
 
     session.cycle_id().await?;
-    session.insert(PERSON_KEY, SessionPerson { user_id: user.id }).await?;
+    session
+        .insert(PERSON_KEY, SessionPerson { user_id: user.id })
+        .await?;
     tracing::info!(user.id = %user.id, user.issuer = %user.issuer, "signed in");
     Ok(user)
 }

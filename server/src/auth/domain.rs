@@ -42,15 +42,25 @@ pub fn check_sign_in(
         return Err(Refusal::Unverified);
     }
     let domain = email_domain(claims.email).ok_or(Refusal::Domain)?;
-    let AllowedDomains::Only(list) = allowed else { return Ok(()) };
+    let AllowedDomains::Only(list) = allowed else {
+        return Ok(());
+    };
     let on_list = |d: &str| list.iter().any(|allowed| allowed.eq_ignore_ascii_case(d));
     if require_hd {
         // A Workspace account's address may be on a secondary domain; the hosted domain is
         // what proves the organisation owns the account.
         let hd = claims.hd.ok_or(Refusal::Domain)?;
-        return if on_list(hd) { Ok(()) } else { Err(Refusal::Domain) };
+        return if on_list(hd) {
+            Ok(())
+        } else {
+            Err(Refusal::Domain)
+        };
     }
-    if on_list(&domain) { Ok(()) } else { Err(Refusal::Domain) }
+    if on_list(&domain) {
+        Ok(())
+    } else {
+        Err(Refusal::Domain)
+    }
 }
 
 #[cfg(test)]
@@ -62,14 +72,24 @@ mod tests {
     }
 
     fn claims<'a>(email: &'a str, verified: Option<bool>, hd: Option<&'a str>) -> EmailClaims<'a> {
-        EmailClaims { email, email_verified: verified, hd }
+        EmailClaims {
+            email,
+            email_verified: verified,
+            hd,
+        }
     }
 
     #[test]
     fn a_verified_email_on_the_list_signs_in() {
         let allowed = only(&["example.com"]);
-        assert_eq!(check_sign_in(claims("a@example.com", Some(true), None), &allowed, false), Ok(()));
-        assert_eq!(check_sign_in(claims("a@EXAMPLE.com", Some(true), None), &allowed, false), Ok(()));
+        assert_eq!(
+            check_sign_in(claims("a@example.com", Some(true), None), &allowed, false),
+            Ok(())
+        );
+        assert_eq!(
+            check_sign_in(claims("a@EXAMPLE.com", Some(true), None), &allowed, false),
+            Ok(())
+        );
     }
 
     #[test]
@@ -87,7 +107,12 @@ mod tests {
     #[test]
     fn a_domain_off_the_list_is_refused() {
         let allowed = only(&["example.com"]);
-        for email in ["a@other.test", "a@sub.example.com", "a@example.com.evil", "a@xexample.com"] {
+        for email in [
+            "a@other.test",
+            "a@sub.example.com",
+            "a@example.com.evil",
+            "a@xexample.com",
+        ] {
             assert_eq!(
                 check_sign_in(claims(email, Some(true), None), &allowed, false),
                 Err(Refusal::Domain),
@@ -115,11 +140,19 @@ mod tests {
             Err(Refusal::Domain)
         );
         assert_eq!(
-            check_sign_in(claims("erin@corp.test", Some(true), Some("other.test")), &allowed, true),
+            check_sign_in(
+                claims("erin@corp.test", Some(true), Some("other.test")),
+                &allowed,
+                true
+            ),
             Err(Refusal::Domain)
         );
         assert_eq!(
-            check_sign_in(claims("erin@corp.test", Some(true), Some("corp.test")), &allowed, true),
+            check_sign_in(
+                claims("erin@corp.test", Some(true), Some("corp.test")),
+                &allowed,
+                true
+            ),
             Ok(())
         );
     }
@@ -128,14 +161,21 @@ mod tests {
     fn a_workspace_account_on_a_secondary_domain_signs_in_by_its_hosted_domain() {
         let allowed = only(&["corp.test"]);
         assert_eq!(
-            check_sign_in(claims("erin@corp-alias.test", Some(true), Some("corp.test")), &allowed, true),
+            check_sign_in(
+                claims("erin@corp-alias.test", Some(true), Some("corp.test")),
+                &allowed,
+                true
+            ),
             Ok(())
         );
     }
 
     #[test]
     fn email_domains_are_lower_cased() {
-        assert_eq!(email_domain("A@Example.COM").as_deref(), Some("example.com"));
+        assert_eq!(
+            email_domain("A@Example.COM").as_deref(),
+            Some("example.com")
+        );
         assert_eq!(email_domain("a@b@c"), None);
     }
 }

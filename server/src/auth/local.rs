@@ -30,7 +30,10 @@ pub struct LocalLinks {
 
 impl LocalLinks {
     pub fn new(public_url: &url::Url) -> Self {
-        Self { base: public_url.clone(), current: Mutex::new(None) }
+        Self {
+            base: public_url.clone(),
+            current: Mutex::new(None),
+        }
     }
 
     /// Mints a new link, invalidating the previous one, and returns it.
@@ -38,7 +41,8 @@ impl LocalLinks {
         let mut code = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut code);
         let code = hex::encode(code);
-        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(Sha256::digest(code.as_bytes()).into());
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Sha256::digest(code.as_bytes()).into());
         let mut url = self.base.join("/auth/local").expect("a fixed path joins");
         url.query_pairs_mut().append_pair("code", &code);
         url.to_string()
@@ -76,7 +80,9 @@ pub async fn sign_in(
     session: Session,
     Query(query): Query<LocalQuery>,
 ) -> Response {
-    let Some(links) = state.local.as_ref() else { return refused(SignInError::LocalLink).into_response() };
+    let Some(links) = state.local.as_ref() else {
+        return refused(SignInError::LocalLink).into_response();
+    };
     if !links.consume(query.code.as_deref().unwrap_or_default()) {
         tracing::warn!("local sign-in link refused");
         return refused(SignInError::LocalLink).into_response();
@@ -109,7 +115,13 @@ mod tests {
     }
 
     fn code_of(link: &str) -> String {
-        url::Url::parse(link).unwrap().query_pairs().find(|(k, _)| k == "code").unwrap().1.into_owned()
+        url::Url::parse(link)
+            .unwrap()
+            .query_pairs()
+            .find(|(k, _)| k == "code")
+            .unwrap()
+            .1
+            .into_owned()
     }
 
     #[test]

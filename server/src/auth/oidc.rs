@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use app::auth::{SignInError, safe_next_path};
 use app::auth::ssr::users::VerifiedIdentity;
+use app::auth::{SignInError, safe_next_path};
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
@@ -25,8 +25,14 @@ use super::refused;
 use crate::config::{AllowedDomains, OidcConfig};
 use crate::startup::ServerState;
 
-type DiscoveredClient =
-    CoreClient<EndpointSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointMaybeSet, EndpointMaybeSet>;
+type DiscoveredClient = CoreClient<
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
 
 /// Session key of a sign-in in progress.
 const PENDING_KEY: &str = "strad.pending_sign_in";
@@ -67,7 +73,9 @@ pub enum DiscoveryError {
 
 impl Oidc {
     pub fn new(config: OidcConfig, public_url: &url::Url) -> Result<Self, DiscoveryError> {
-        let redirect = public_url.join("/auth/callback").map_err(|e| DiscoveryError::Url(e.to_string()))?;
+        let redirect = public_url
+            .join("/auth/callback")
+            .map_err(|e| DiscoveryError::Url(e.to_string()))?;
         let http = openidconnect::reqwest::ClientBuilder::new()
             // Following redirects would let an issuer's answer point strad anywhere (SSRF).
             .redirect(openidconnect::reqwest::redirect::Policy::none())
@@ -107,7 +115,9 @@ impl Oidc {
         let client = CoreClient::from_provider_metadata(
             metadata,
             ClientId::new(self.config.client_id.clone()),
-            Some(ClientSecret::new(self.config.client_secret.expose().to_owned())),
+            Some(ClientSecret::new(
+                self.config.client_secret.expose().to_owned(),
+            )),
         )
         .set_redirect_uri(self.redirect_url.clone());
         let client = Arc::new(client);
@@ -128,7 +138,9 @@ pub async fn login(
     session: Session,
     Query(query): Query<LoginQuery>,
 ) -> Response {
-    let Some(oidc) = state.oidc.as_ref() else { return Redirect::to("/sign-in").into_response() };
+    let Some(oidc) = state.oidc.as_ref() else {
+        return Redirect::to("/sign-in").into_response();
+    };
     let client = match oidc.client().await {
         Ok(client) => client,
         Err(err) => {
@@ -138,11 +150,18 @@ pub async fn login(
     };
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let mut request = client
-        .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
+        .authorize_url(
+            CoreAuthenticationFlow::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
         .add_scope(Scope::new("email".into()))
         .add_scope(Scope::new("profile".into()))
         .set_pkce_challenge(challenge);
-    if let (true, AllowedDomains::Only(list)) = (oidc.config.require_hosted_domain, &oidc.config.allowed_domains) {
+    if let (true, AllowedDomains::Only(list)) = (
+        oidc.config.require_hosted_domain,
+        &oidc.config.allowed_domains,
+    ) {
         // Google's account chooser shows only accounts of this Workspace; the `hd` claim is
         // still checked on the way back, since a hint is not a control.
         if let [only] = list.as_slice() {
@@ -150,7 +169,12 @@ pub async fn login(
         }
     }
     let (url, csrf, nonce) = request.url();
-    let next = query.next.as_deref().and_then(safe_next_path).unwrap_or("/").to_owned();
+    let next = query
+        .next
+        .as_deref()
+        .and_then(safe_next_path)
+        .unwrap_or("/")
+        .to_owned();
     let pending = PendingSignIn {
         state: csrf.secret().clone(),
         nonce: nonce.secret().clone(),
@@ -179,10 +203,20 @@ pub async fn callback(
     session: Session,
     Query(query): Query<CallbackQuery>,
 ) -> Response {
-    let Some(oidc) = state.oidc.as_ref() else { return Redirect::to("/sign-in").into_response() };
+    let Some(oidc) = state.oidc.as_ref() else {
+        return Redirect::to("/sign-in").into_response();
+    };
     match verify_callback(oidc, &session, query).await {
         Ok((identity, next)) => {
-            match complete_sign_in(&state.app.pool, &session, &identity, &state.config.auth.bootstrap_admins, &[]).await {
+            match complete_sign_in(
+                &state.app.pool,
+                &session,
+                &identity,
+                &state.config.auth.bootstrap_admins,
+                &[],
+            )
+            .await
+            {
                 Ok(_) => Redirect::to(&next).into_response(),
                 Err(err) => {
                     tracing::error!(error.message = %err, "could not complete the sign-in");
@@ -219,7 +253,10 @@ async fn verify_callback(
         })?;
     let age = time::OffsetDateTime::now_utc().unix_timestamp() - pending.started_at_unix;
     if !(0..=PENDING_TTL.as_secs() as i64).contains(&age) {
-        tracing::warn!(sign_in.age_seconds = age, "sign-in callback after the pending sign-in expired");
+        tracing::warn!(
+            sign_in.age_seconds = age,
+            "sign-in callback after the pending sign-in expired"
+        );
         return Err(SignInError::State);
     }
     let returned_state = query.state.unwrap_or_default();
@@ -263,16 +300,21 @@ async fn verify_callback(
         SignInError::Token
     })?;
     let nonce = Nonce::new(pending.nonce);
-    let claims = id_token.claims(&client.id_token_verifier(), &nonce).map_err(|err| {
-        tracing::warn!(error.message = %err, "ID token refused");
-        match err {
-            ClaimsVerificationError::InvalidNonce(_) => SignInError::Nonce,
-            _ => SignInError::Token,
-        }
-    })?;
+    let claims = id_token
+        .claims(&client.id_token_verifier(), &nonce)
+        .map_err(|err| {
+            tracing::warn!(error.message = %err, "ID token refused");
+            match err {
+                ClaimsVerificationError::InvalidNonce(_) => SignInError::Nonce,
+                _ => SignInError::Token,
+            }
+        })?;
     let subject = claims.subject().to_string();
     let issuer = claims.issuer().to_string();
-    let name = claims.name().and_then(|n| n.get(None)).map(|n| n.to_string());
+    let name = claims
+        .name()
+        .and_then(|n| n.get(None))
+        .map(|n| n.to_string());
     let hd = hosted_domain(id_token);
 
     let (email, email_verified) = match claims.email() {
@@ -288,13 +330,25 @@ async fn verify_callback(
                     tracing::warn!(error.message = %error_chain(&err), "userinfo request failed");
                     SignInError::Unverified
                 })?;
-            let email = info.email().map(|e| e.to_string()).ok_or(SignInError::Unverified)?;
+            let email = info
+                .email()
+                .map(|e| e.to_string())
+                .ok_or(SignInError::Unverified)?;
             (email, info.email_verified())
         }
     };
 
-    let checked = EmailClaims { email: &email, email_verified, hd: hd.as_deref() };
-    check_sign_in(checked, &oidc.config.allowed_domains, oidc.config.require_hosted_domain).map_err(|refusal| {
+    let checked = EmailClaims {
+        email: &email,
+        email_verified,
+        hd: hd.as_deref(),
+    };
+    check_sign_in(
+        checked,
+        &oidc.config.allowed_domains,
+        oidc.config.require_hosted_domain,
+    )
+    .map_err(|refusal| {
         tracing::warn!(refusal = %refusal, "sign-in refused");
         match refusal {
             Refusal::Unverified => SignInError::Unverified,
@@ -302,7 +356,12 @@ async fn verify_callback(
         }
     })?;
 
-    let identity = VerifiedIdentity { issuer, subject, email: email.to_ascii_lowercase(), display_name: name };
+    let identity = VerifiedIdentity {
+        issuer,
+        subject,
+        email: email.to_ascii_lowercase(),
+        display_name: name,
+    };
     Ok((identity, pending.next))
 }
 
@@ -312,7 +371,9 @@ fn hosted_domain(id_token: &openidconnect::core::CoreIdToken) -> Option<String> 
     use base64::Engine;
     let jwt = serde_json::to_value(id_token).ok()?;
     let payload = jwt.as_str()?.split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).ok()?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
     let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     claims.get("hd")?.as_str().map(str::to_ascii_lowercase)
 }

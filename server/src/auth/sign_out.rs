@@ -7,7 +7,11 @@ use crate::startup::ServerState;
 
 /// POST /auth/sign-out: deletes the session row and its cookie. Refused when the request
 /// comes from another site (a cross-site form could otherwise sign people out).
-pub async fn sign_out(State(state): State<ServerState>, headers: HeaderMap, session: Session) -> Response {
+pub async fn sign_out(
+    State(state): State<ServerState>,
+    headers: HeaderMap,
+    session: Session,
+) -> Response {
     if !is_same_origin(&headers, &state.config.http.public_origin()) {
         return (StatusCode::FORBIDDEN, "cross-site request refused").into_response();
     }
@@ -23,7 +27,8 @@ pub async fn sign_out(State(state): State<ServerState>, headers: HeaderMap, sess
 /// present, is ours.
 pub fn is_same_origin(headers: &HeaderMap, public_origin: &str) -> bool {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let fetch_site_ok = header("sec-fetch-site").is_none_or(|site| matches!(site, "same-origin" | "none"));
+    let fetch_site_ok =
+        header("sec-fetch-site").is_none_or(|site| matches!(site, "same-origin" | "none"));
     let origin_ok = header("origin").is_none_or(|origin| origin == public_origin);
     fetch_site_ok && origin_ok
 }
@@ -45,7 +50,10 @@ mod tests {
     #[test]
     fn same_origin_requests_pass() {
         assert!(is_same_origin(&headers(&[]), ORIGIN));
-        assert!(is_same_origin(&headers(&[("sec-fetch-site", "same-origin"), ("origin", ORIGIN)]), ORIGIN));
+        assert!(is_same_origin(
+            &headers(&[("sec-fetch-site", "same-origin"), ("origin", ORIGIN)]),
+            ORIGIN
+        ));
     }
 
     #[test]

@@ -38,7 +38,11 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client.get(self.url(path)).send().await.expect("request")
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request")
     }
 
     /// A second browser: its own cookie jar.
@@ -87,20 +91,35 @@ pub async fn spawn_app_on(
     extra_env: &[(&str, &str)],
 ) -> TestApp {
     let mut env: HashMap<String, String> = HashMap::new();
-    env.insert("STRAD_BIND".into(), listener.local_addr().unwrap().to_string());
+    env.insert(
+        "STRAD_BIND".into(),
+        listener.local_addr().unwrap().to_string(),
+    );
     env.insert("STRAD_PUBLIC_URL".into(), base.clone());
-    env.insert("STRAD_SITE_ROOT".into(), "target/site-absent-in-tests".into());
+    env.insert(
+        "STRAD_SITE_ROOT".into(),
+        "target/site-absent-in-tests".into(),
+    );
     for (key, value) in extra_env {
         env.insert(key.to_string(), value.to_string());
     }
     let config = Config::from_sources(None, &env).expect("config");
-    let app = Application::build_with(config, pool.clone(), listener).await.expect("build");
+    let app = Application::build_with(config, pool.clone(), listener)
+        .await
+        .expect("build");
     let local = app.local_links();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until(async {
         let _ = stopped.await;
     }));
-    TestApp { base, pool, client: client(), local, stop: Some(stop), server: Some(server) }
+    TestApp {
+        base,
+        pool,
+        client: client(),
+        local,
+        stop: Some(stop),
+        server: Some(server),
+    }
 }
 
 /// strad in local mode (no issuer).
@@ -177,7 +196,13 @@ pub fn location(response: &reqwest::Response) -> String {
     response
         .headers()
         .get(LOCATION)
-        .unwrap_or_else(|| panic!("a redirect, got {} from {}", response.status(), response.url()))
+        .unwrap_or_else(|| {
+            panic!(
+                "a redirect, got {} from {}",
+                response.status(),
+                response.url()
+            )
+        })
         .to_str()
         .unwrap()
         .to_owned()
@@ -192,16 +217,29 @@ pub async fn follow_until(client: &reqwest::Client, start: &str, stop_prefix: &s
             return url;
         }
         let response = client.get(&url).send().await.expect("request");
-        assert!(response.status().is_redirection(), "{} answered {}", url, response.status());
+        assert!(
+            response.status().is_redirection(),
+            "{} answered {}",
+            url,
+            response.status()
+        );
         let next = location(&response);
-        url = reqwest::Url::parse(&url).unwrap().join(&next).unwrap().to_string();
+        url = reqwest::Url::parse(&url)
+            .unwrap()
+            .join(&next)
+            .unwrap()
+            .to_string();
     }
     panic!("too many redirects from {start}");
 }
 
 /// Starts a sign-in at strad; returns the issuer authorization URL strad redirected to.
 pub async fn start_sign_in(app: &TestApp, client: &reqwest::Client) -> String {
-    let response = client.get(app.url("/auth/login?next=/")).send().await.unwrap();
+    let response = client
+        .get(app.url("/auth/login?next=/"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 303);
     location(&response)
 }
@@ -219,7 +257,12 @@ pub async fn finish(client: &reqwest::Client, callback: &str) -> String {
 }
 
 /// Signs in through the issuer as `sub`; returns where strad sent the browser.
-pub async fn sign_in_as(app: &TestApp, issuer: &Issuer, client: &reqwest::Client, sub: &str) -> String {
+pub async fn sign_in_as(
+    app: &TestApp,
+    issuer: &Issuer,
+    client: &reqwest::Client,
+    sub: &str,
+) -> String {
     issuer.next_account(sub).await;
     let authorize = start_sign_in(app, client).await;
     let callback = callback_url(app, client, &authorize).await;
@@ -254,7 +297,10 @@ pub async fn is_signed_in(app: &TestApp, client: &reqwest::Client) -> bool {
 }
 
 pub async fn session_rows(pool: &PgPool) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM tower_sessions.session").fetch_one(pool).await.unwrap()
+    sqlx::query_scalar("SELECT count(*) FROM tower_sessions.session")
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 pub fn with_query(url: &str, key: &str, value: &str) -> String {
@@ -262,7 +308,11 @@ pub fn with_query(url: &str, key: &str, value: &str) -> String {
     let pairs: Vec<(String, String)> = parsed
         .query_pairs()
         .map(|(k, v)| {
-            let v = if k == key { value.to_owned() } else { v.into_owned() };
+            let v = if k == key {
+                value.to_owned()
+            } else {
+                v.into_owned()
+            };
             (k.into_owned(), v)
         })
         .collect();
@@ -271,5 +321,9 @@ pub fn with_query(url: &str, key: &str, value: &str) -> String {
 }
 
 pub fn query_param(url: &str, key: &str) -> Option<String> {
-    reqwest::Url::parse(url).unwrap().query_pairs().find(|(k, _)| k == key).map(|(_, v)| v.into_owned())
+    reqwest::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
 }

@@ -1,14 +1,13 @@
 //! The request context: the first thing every server function and route obtains. It says
 //! who is asking; data functions take it rather than reading the session themselves.
 
-use leptos::prelude::*;
 use sqlx::PgPool;
 use tower_sessions::Session;
 
 use super::session::{PERSON_KEY, SessionPerson};
 use super::users::{self, UserRow};
 use crate::auth::{Me, Role};
-use crate::error::AppError;
+use crate::error::{AppError, Responder};
 use crate::state::AppState;
 
 #[derive(Clone, Debug)]
@@ -23,7 +22,9 @@ impl RequestContext {
     pub async fn from_session(pool: &PgPool, session: &Session) -> Result<Option<Self>, AppError> {
         let person: Option<SessionPerson> =
             session.get(PERSON_KEY).await.map_err(AppError::internal)?;
-        let Some(person) = person else { return Ok(None) };
+        let Some(person) = person else {
+            return Ok(None);
+        };
         let Some(user) = users::find_user(pool, person.user_id).await? else {
             session.flush().await.map_err(AppError::internal)?;
             return Ok(None);
@@ -34,20 +35,30 @@ impl RequestContext {
 
     /// The context of the current Leptos request (server function or page render).
     pub async fn load() -> Result<Option<Self>, AppError> {
-        let state = use_context::<AppState>().ok_or_else(|| AppError::internal("no AppState"))?;
+        let state = AppState::from_context()?;
         let session: Session = leptos_axum::extract().await.map_err(AppError::internal)?;
         Self::from_session(&state.pool, &session).await
     }
 
     /// Signed in, or 401.
     pub async fn require() -> Result<Self, AppError> {
-        Self::load().await?.ok_or(AppError::Unauthorized).map_err(AppError::with_status)
+        let responder = Responder::capture();
+        Self::load()
+            .await?
+            .ok_or_else(|| responder.fail(AppError::Unauthorized))
     }
 
     /// Signed in with `role`, or 401 / 403.
     pub async fn require_role(role: Role) -> Result<Self, AppError> {
-        let ctx = Self::require().await?;
-        if ctx.roles.contains(&role) { Ok(ctx) } else { Err(AppError::Forbidden.with_status()) }
+        let responder = Responder::capture();
+        let ctx = Self::load()
+            .await?
+            .ok_or_else(|| responder.fail(AppError::Unauthorized))?;
+        if ctx.roles.contains(&role) {
+            Ok(ctx)
+        } else {
+            Err(responder.fail(AppError::Forbidden))
+        }
     }
 
     pub fn me(&self) -> Me {

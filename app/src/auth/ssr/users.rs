@@ -141,7 +141,10 @@ mod tests {
     #[sqlx::test(migrations = "../migrations")]
     async fn upsert_keys_people_by_issuer_and_subject(pool: PgPool) {
         let first = upsert_user(&pool, &alice()).await.unwrap();
-        let renamed = VerifiedIdentity { email: "alice@new.example".into(), ..alice() };
+        let renamed = VerifiedIdentity {
+            email: "alice@new.example".into(),
+            ..alice()
+        };
         let second = upsert_user(&pool, &renamed).await.unwrap();
         assert_eq!(first.id, second.id);
         assert_eq!(second.email, "alice@new.example");
@@ -151,7 +154,10 @@ mod tests {
     #[sqlx::test(migrations = "../migrations")]
     async fn the_same_subject_at_another_issuer_is_another_person(pool: PgPool) {
         let first = upsert_user(&pool, &alice()).await.unwrap();
-        let elsewhere = VerifiedIdentity { issuer: "https://other.test".into(), ..alice() };
+        let elsewhere = VerifiedIdentity {
+            issuer: "https://other.test".into(),
+            ..alice()
+        };
         let second = upsert_user(&pool, &elsewhere).await.unwrap();
         assert_ne!(first.id, second.id);
     }
@@ -163,7 +169,10 @@ mod tests {
         assert!(grant_role(&pool, user.id, Role::Auditor).await.unwrap());
         assert!(grant_role(&pool, user.id, Role::Admin).await.unwrap());
         assert!(!grant_role(&pool, user.id, Role::Admin).await.unwrap());
-        assert_eq!(roles_of(&pool, user.id).await.unwrap(), [Role::Admin, Role::Auditor]);
+        assert_eq!(
+            roles_of(&pool, user.id).await.unwrap(),
+            [Role::Admin, Role::Auditor]
+        );
         assert!(revoke_role(&pool, user.id, Role::Admin).await.unwrap());
         assert!(!revoke_role(&pool, user.id, Role::Admin).await.unwrap());
         assert_eq!(roles_of(&pool, user.id).await.unwrap(), [Role::Auditor]);
@@ -188,7 +197,9 @@ mod tests {
             .execute(&pool)
             .await
             .unwrap_err();
-        let constraint = err.as_database_error().and_then(|e| e.constraint().map(str::to_owned));
+        let constraint = err
+            .as_database_error()
+            .and_then(|e| e.constraint().map(str::to_owned));
         assert_eq!(constraint.as_deref(), Some("user_roles_role_fkey"));
     }
 
@@ -196,7 +207,11 @@ mod tests {
     async fn deleting_a_person_deletes_their_roles(pool: PgPool) {
         let user = upsert_user(&pool, &alice()).await.unwrap();
         grant_role(&pool, user.id, Role::Admin).await.unwrap();
-        sqlx::query("DELETE FROM users WHERE id = $1").bind(user.id).execute(&pool).await.unwrap();
+        sqlx::query("DELETE FROM users WHERE id = $1")
+            .bind(user.id)
+            .execute(&pool)
+            .await
+            .unwrap();
         assert!(find_user(&pool, user.id).await.unwrap().is_none());
         assert!(roles_of(&pool, user.id).await.unwrap().is_empty());
     }
@@ -213,12 +228,17 @@ mod tests {
         };
         upsert_user(&pool, &bob).await.unwrap();
         let people = list_people(&pool).await.unwrap();
-        let summary: Vec<(&str, Vec<String>)> =
-            people.iter().map(|p| (p.email.as_str(), p.roles.clone())).collect();
+        let summary: Vec<(&str, Vec<String>)> = people
+            .iter()
+            .map(|p| (p.email.as_str(), p.roles.clone()))
+            .collect();
         assert_eq!(
             summary,
             [
-                ("alice@example.com", vec!["admin".to_string(), "member".to_string()]),
+                (
+                    "alice@example.com",
+                    vec!["admin".to_string(), "member".to_string()]
+                ),
                 ("bob@example.com", vec![]),
             ]
         );
