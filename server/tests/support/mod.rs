@@ -25,11 +25,12 @@ pub const CLIENT_SECRET: &str = "test-secret-!@#";
 
 pub struct TestApp {
     pub base: String,
+    /// The test's own pool on the test database, for assertions.
     pub pool: PgPool,
     pub client: reqwest::Client,
     pub local: Option<Arc<LocalLinks>>,
     stop: Option<oneshot::Sender<()>>,
-    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    server: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
 impl TestApp {
@@ -38,11 +39,7 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client
-            .get(self.url(path))
-            .send()
-            .await
-            .expect("request")
+        self.client.get(self.url(path)).send().await.expect("request")
     }
 
     /// A second browser: its own cookie jar.
@@ -52,18 +49,25 @@ impl TestApp {
 
     /// Stops the server the way SIGTERM does and waits for it to finish.
     pub async fn shut_down(mut self) -> std::io::Result<()> {
+        self.stop_server()
+    }
+
+    fn stop_server(&mut self) -> std::io::Result<()> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        self.server.take().expect("server").await.expect("join")
+        match self.server.take() {
+            Some(server) => server.join().expect("the server thread does not panic"),
+            None => Ok(()),
+        }
     }
 }
 
 impl Drop for TestApp {
+    /// Stops the server and waits, so its connections are closed before sqlx::test drops
+    /// the test database.
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        let _ = self.stop_server();
     }
 }
 
@@ -84,6 +88,8 @@ pub async fn bind() -> (TcpListener, String) {
     (listener, base)
 }
 
+/// Runs strad the way production does: its own multi-threaded runtime (on a thread of its
+/// own, with its own pool on the test database), not the test's single-threaded one.
 pub async fn spawn_app_on(
     pool: PgPool,
     listener: TcpListener,
@@ -91,35 +97,40 @@ pub async fn spawn_app_on(
     extra_env: &[(&str, &str)],
 ) -> TestApp {
     let mut env: HashMap<String, String> = HashMap::new();
-    env.insert(
-        "STRAD_BIND".into(),
-        listener.local_addr().unwrap().to_string(),
-    );
+    env.insert("STRAD_BIND".into(), listener.local_addr().unwrap().to_string());
     env.insert("STRAD_PUBLIC_URL".into(), base.clone());
-    env.insert(
-        "STRAD_SITE_ROOT".into(),
-        "target/site-absent-in-tests".into(),
-    );
+    env.insert("STRAD_SITE_ROOT".into(), "target/site-absent-in-tests".into());
     for (key, value) in extra_env {
         env.insert(key.to_string(), value.to_string());
     }
     let config = Config::from_sources(None, &env).expect("config");
-    let app = Application::build_with(config, pool.clone(), listener)
-        .await
-        .expect("build");
-    let local = app.local_links();
+    let connect = (*pool.connect_options()).clone();
+    let listener = listener.into_std().expect("std listener");
+    let (ready, is_ready) = oneshot::channel::<Option<Arc<LocalLinks>>>();
     let (stop, stopped) = oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async {
-        let _ = stopped.await;
-    }));
-    TestApp {
-        base,
-        pool,
-        client: client(),
-        local,
-        stop: Some(stop),
-        server: Some(server),
-    }
+    let server = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let pool = sqlx::postgres::PgPoolOptions::new()
+                .max_connections(8)
+                .connect_with(connect)
+                .await
+                .expect("the server connects to the test database");
+            let listener = TcpListener::from_std(listener).expect("listener");
+            let app = Application::build_with(config, pool, listener).await.expect("build");
+            let _ = ready.send(app.local_links());
+            app.run_until(async {
+                let _ = stopped.await;
+            })
+            .await
+        })
+    });
+    let local = is_ready.await.expect("strad starts");
+    TestApp { base, pool, client: client(), local, stop: Some(stop), server: Some(server) }
 }
 
 /// strad in local mode (no issuer).
