@@ -2,9 +2,11 @@
 //! (feature `ssr`) and the browser (feature `hydrate`). Code the browser never needs —
 //! queries, session handling — lives in `ssr` modules that never compile into the wasm.
 
+pub mod audit;
 pub mod auth;
 pub mod error;
 pub mod pages;
+pub mod servers;
 pub mod shell;
 #[cfg(feature = "ssr")]
 pub mod state;

@@ -1,0 +1,301 @@
+//! strad's MCP client: one rmcp connection per server, reused across requests, rebuilt
+//! after a failure (a restarted server is reached again on the next request). Every request
+//! has a timeout; every answer is checked against a byte limit. A failing server gives a
+//! clear error and never takes the console or another server down.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
+    ReadResourceRequestParams,
+};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::sync::{Mutex, mpsc};
+
+/// The UI extension strad advertises at initialize (SEP-1724 key of MCP Apps).
+pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+
+#[derive(Clone, Debug)]
+pub struct HubSettings {
+    pub request_timeout: Duration,
+    /// Largest answer accepted for an app resource (SPEC §4 default 8 MiB).
+    pub resource_limit: usize,
+    /// Largest answer accepted for anything else (lists, tool results).
+    pub response_limit: usize,
+}
+
+impl Default for HubSettings {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(30),
+            resource_limit: 8 * 1024 * 1024,
+            response_limit: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// How to reach a server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Http { url: String },
+    /// Only from the configuration file: the UI never starts a process.
+    Stdio { command: Vec<String> },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpError {
+    #[error("could not connect: {0}")]
+    Connect(String),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the server answered with an error: {0}")]
+    Server(String),
+    #[error("the connection failed: {0}")]
+    Transport(String),
+    #[error("the answer is larger than the {limit}-byte limit")]
+    TooLarge { limit: usize },
+    #[error("the answer is malformed: {0}")]
+    Malformed(String),
+}
+
+/// Receives list_changed notifications: a server's slug each time it says its tools or
+/// resources changed, so discovery can run again.
+pub type ChangeSender = mpsc::UnboundedSender<String>;
+
+#[derive(Clone)]
+struct Handler {
+    slug: String,
+    changes: ChangeSender,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> InitializeRequestParams {
+        let mut capabilities = ClientCapabilities::default();
+        let mut ui = serde_json::Map::new();
+        ui.insert("mimeTypes".into(), Value::from(vec![super::discovery::APP_MIME_TYPE]));
+        capabilities.extensions = Some([(UI_EXTENSION.to_string(), ui)].into_iter().collect());
+        InitializeRequestParams::new(capabilities, Implementation::new("strad", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(self.slug.clone());
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(self.slug.clone());
+    }
+}
+
+struct Connection {
+    endpoint: Endpoint,
+    service: RunningService<RoleClient, Handler>,
+}
+
+pub struct Hub {
+    settings: HubSettings,
+    changes: ChangeSender,
+    connections: Mutex<HashMap<String, Arc<Connection>>>,
+}
+
+impl Hub {
+    pub fn new(settings: HubSettings, changes: ChangeSender) -> Self {
+        Self { settings, changes, connections: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn settings(&self) -> &HubSettings {
+        &self.settings
+    }
+
+    /// Every tool, following pagination.
+    pub async fn list_tools(&self, slug: &str, endpoint: &Endpoint) -> Result<Vec<Value>, McpError> {
+        let limit = self.settings.response_limit;
+        self.idempotent(slug, endpoint, |peer| async move {
+            let tools = peer.list_all_tools().await.map_err(service_error)?;
+            to_json_list(&tools, limit)
+        })
+        .await
+    }
+
+    /// Every resource, following pagination.
+    pub async fn list_resources(&self, slug: &str, endpoint: &Endpoint) -> Result<Vec<Value>, McpError> {
+        let limit = self.settings.response_limit;
+        self.idempotent(slug, endpoint, |peer| async move {
+            let resources = peer.list_all_resources().await.map_err(service_error)?;
+            to_json_list(&resources, limit)
+        })
+        .await
+    }
+
+    /// One `resources/read`, as JSON, within the resource byte limit.
+    pub async fn read_resource(&self, slug: &str, endpoint: &Endpoint, uri: &str) -> Result<Value, McpError> {
+        let limit = self.settings.resource_limit;
+        let uri = uri.to_owned();
+        self.idempotent(slug, endpoint, move |peer| {
+            let uri = uri.clone();
+            async move {
+                let result = peer
+                    .read_resource(ReadResourceRequestParams::new(uri))
+                    .await
+                    .map_err(service_error)?;
+                to_json(&result, limit + limit / 3 + 4096)
+            }
+        })
+        .await
+    }
+
+    /// One `tools/call`. Never retried: a tool may write, and a retry could run it twice.
+    pub async fn call_tool(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        let limit = self.settings.response_limit;
+        let connection = self.connection(slug, endpoint).await?;
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let result = self.timed(connection.service.call_tool(params)).await;
+        match result {
+            Ok(Ok(result)) => to_json(&result, limit),
+            Ok(Err(err)) => {
+                let err = service_error(err);
+                if !matches!(err, McpError::Server(_)) {
+                    self.forget_connection(slug, &connection).await;
+                }
+                Err(err)
+            }
+            Err(timeout) => {
+                self.forget_connection(slug, &connection).await;
+                Err(timeout)
+            }
+        }
+    }
+
+    /// Drops the server's connection (after an edit, or when it is disabled).
+    pub async fn forget(&self, slug: &str) {
+        if let Some(connection) = self.connections.lock().await.remove(slug) {
+            close(connection);
+        }
+    }
+
+    /// Runs an idempotent request; after a transport failure or a timeout the connection is
+    /// rebuilt and the request tried once more, which is how a restarted server is reached.
+    async fn idempotent<F, Fut, T>(&self, slug: &str, endpoint: &Endpoint, request: F) -> Result<T, McpError>
+    where
+        F: Fn(rmcp::Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, McpError>>,
+    {
+        let mut last = None;
+        for _attempt in 0..2 {
+            let connection = self.connection(slug, endpoint).await?;
+            match self.timed(request(connection.service.peer().clone())).await {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(err @ (McpError::Server(_) | McpError::TooLarge { .. } | McpError::Malformed(_)))) => {
+                    return Err(err);
+                }
+                Ok(Err(err)) | Err(err) => {
+                    self.forget_connection(slug, &connection).await;
+                    if matches!(err, McpError::Timeout(_)) {
+                        // A hung server would hang again; do not double the wait.
+                        return Err(err);
+                    }
+                    last = Some(err);
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| McpError::Transport("no attempt made".into())))
+    }
+
+    async fn timed<T>(&self, future: impl Future<Output = T>) -> Result<T, McpError> {
+        tokio::time::timeout(self.settings.request_timeout, future)
+            .await
+            .map_err(|_| McpError::Timeout(self.settings.request_timeout))
+    }
+
+    async fn forget_connection(&self, slug: &str, connection: &Arc<Connection>) {
+        let mut connections = self.connections.lock().await;
+        if connections.get(slug).is_some_and(|current| Arc::ptr_eq(current, connection)) {
+            if let Some(connection) = connections.remove(slug) {
+                close(connection);
+            }
+        }
+    }
+
+    async fn connection(&self, slug: &str, endpoint: &Endpoint) -> Result<Arc<Connection>, McpError> {
+        let mut connections = self.connections.lock().await;
+        if let Some(existing) = connections.get(slug) {
+            if existing.endpoint == *endpoint && !existing.service.is_transport_closed() {
+                return Ok(existing.clone());
+            }
+            if let Some(stale) = connections.remove(slug) {
+                close(stale);
+            }
+        }
+        let handler = Handler { slug: slug.to_owned(), changes: self.changes.clone() };
+        let service = self
+            .timed(connect(handler, endpoint))
+            .await
+            .map_err(|_| McpError::Connect(format!("no answer to initialize within {:?}", self.settings.request_timeout)))??;
+        let connection = Arc::new(Connection { endpoint: endpoint.clone(), service });
+        connections.insert(slug.to_owned(), connection.clone());
+        Ok(connection)
+    }
+}
+
+async fn connect(handler: Handler, endpoint: &Endpoint) -> Result<RunningService<RoleClient, Handler>, McpError> {
+    let connect_error = |err: &dyn std::fmt::Display| McpError::Connect(err.to_string());
+    match endpoint {
+        Endpoint::Http { url } => {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            handler.serve(transport).await.map_err(|e| connect_error(&e))
+        }
+        Endpoint::Stdio { command } => {
+            let (program, args) = command.split_first().ok_or_else(|| McpError::Connect("empty command".into()))?;
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args).kill_on_drop(true);
+            let (transport, _stderr) = TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| connect_error(&e))?;
+            handler.serve(transport).await.map_err(|e| connect_error(&e))
+        }
+    }
+}
+
+fn close(connection: Arc<Connection>) {
+    // Cancelling ends the session (and a stdio child) in the background.
+    if let Ok(connection) = Arc::try_unwrap(connection) {
+        tokio::spawn(async move {
+            let _ = connection.service.cancel().await;
+        });
+    }
+}
+
+fn service_error(err: ServiceError) -> McpError {
+    match err {
+        ServiceError::McpError(data) => McpError::Server(data.message.to_string()),
+        ServiceError::UnexpectedResponse => McpError::Malformed("unexpected response type".into()),
+        ServiceError::Timeout { timeout } => McpError::Timeout(timeout),
+        other => McpError::Transport(other.to_string()),
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T, limit: usize) -> Result<Value, McpError> {
+    let bytes = serde_json::to_vec(value).map_err(|e| McpError::Malformed(e.to_string()))?;
+    if bytes.len() > limit {
+        return Err(McpError::TooLarge { limit });
+    }
+    serde_json::from_slice(&bytes).map_err(|e| McpError::Malformed(e.to_string()))
+}
+
+fn to_json_list<T: serde::Serialize>(items: &[T], limit: usize) -> Result<Vec<Value>, McpError> {
+    match to_json(&items, limit)? {
+        Value::Array(items) => Ok(items),
+        _ => Err(McpError::Malformed("not a list".into())),
+    }
+}

@@ -1,0 +1,4 @@
+pub mod canonical;
+pub mod changes;
+pub mod client;
+pub mod discovery;
