@@ -1,7 +1,11 @@
 //! What the server hands the console on every request (provided as Leptos context).
 
 use leptos::config::LeptosOptions;
+use std::sync::Arc;
+
 use sqlx::PgPool;
+
+use crate::servers::ssr::client::Hub;
 
 /// How people sign in to this console.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,6 +21,8 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: PgPool,
     pub sign_in: SignInMode,
+    /// The MCP client shared by every request.
+    pub hub: Arc<Hub>,
 }
 
 impl AppState {

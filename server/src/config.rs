@@ -22,6 +22,35 @@ pub struct Config {
     pub database: DatabaseConfig,
     pub auth: AuthConfig,
     pub site: SiteConfig,
+    pub discovery: DiscoveryConfig,
+    /// Servers declared in the file (the only place a stdio server can come from).
+    pub servers: Vec<DeclaredServer>,
+}
+
+#[derive(Clone, Debug)]
+pub struct DiscoveryConfig {
+    /// How often every enabled server is discovered again; `None` turns it off.
+    pub interval: Option<std::time::Duration>,
+    /// Timeout of every request to an MCP server.
+    pub request_timeout: std::time::Duration,
+    /// Largest app resource accepted.
+    pub resource_limit_bytes: usize,
+}
+
+/// A `[[servers]]` entry of strad.toml.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclaredServer {
+    pub slug: String,
+    pub display_name: String,
+    pub transport: DeclaredTransport,
+    pub capabilities: Vec<String>,
+    pub enabled: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeclaredTransport {
+    Http { url: String },
+    Stdio { command: Vec<String> },
 }
 
 #[derive(Clone, Debug)]
@@ -154,6 +183,10 @@ const S_REQUIRE_HD: &str = "STRAD_OIDC_REQUIRE_HOSTED_DOMAIN (auth.oidc.require_
 const S_ADMINS: &str = "STRAD_BOOTSTRAP_ADMINS (auth.bootstrap_admins)";
 const S_IDLE: &str = "STRAD_SESSION_IDLE_MINUTES (auth.session_idle_minutes)";
 const S_FILE: &str = "STRAD_CONFIG (strad.toml)";
+const S_INTERVAL: &str = "STRAD_DISCOVERY_INTERVAL_SECONDS (discovery.interval_seconds)";
+const S_TIMEOUT: &str = "STRAD_MCP_TIMEOUT_SECONDS (discovery.request_timeout_seconds)";
+const S_LIMIT: &str = "STRAD_RESOURCE_LIMIT_BYTES (discovery.resource_limit_bytes)";
+const S_SERVERS: &str = "servers (strad.toml [[servers]])";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
 /// silently fall back to a default.
@@ -168,6 +201,30 @@ struct FileConfig {
     auth: FileAuth,
     #[serde(default)]
     site: FileSite,
+    #[serde(default)]
+    discovery: FileDiscovery,
+    #[serde(default)]
+    servers: Vec<FileServer>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDiscovery {
+    interval_seconds: Option<u64>,
+    request_timeout_seconds: Option<u64>,
+    resource_limit_bytes: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileServer {
+    slug: String,
+    display_name: Option<String>,
+    url: Option<String>,
+    command: Option<Vec<String>>,
+    #[serde(default)]
+    capabilities: Vec<String>,
+    enabled: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -421,7 +478,64 @@ impl Config {
             .or_else(|| var("LEPTOS_SITE_ROOT"))
             .unwrap_or_else(|| "target/site".into());
 
+        let number = |name: &str,
+                      setting: &'static str,
+                      file: Option<u64>|
+         -> Result<Option<u64>, ConfigError> {
+            match var(name) {
+                Some(raw) => raw
+                    .parse::<u64>()
+                    .map(Some)
+                    .map_err(|_| bad(setting, "must be a whole number")),
+                None => Ok(file),
+            }
+        };
+        let interval = number(
+            "STRAD_DISCOVERY_INTERVAL_SECONDS",
+            S_INTERVAL,
+            file.discovery.interval_seconds,
+        )?
+        .unwrap_or(300);
+        let timeout = number(
+            "STRAD_MCP_TIMEOUT_SECONDS",
+            S_TIMEOUT,
+            file.discovery.request_timeout_seconds,
+        )?
+        .unwrap_or(30);
+        if !(1..=600).contains(&timeout) {
+            return Err(bad(S_TIMEOUT, "must be between 1 and 600 seconds"));
+        }
+        let limit = number(
+            "STRAD_RESOURCE_LIMIT_BYTES",
+            S_LIMIT,
+            file.discovery.resource_limit_bytes.map(|v| v as u64),
+        )?
+        .unwrap_or(8 * 1024 * 1024);
+        if !(1024..=64 * 1024 * 1024).contains(&limit) {
+            return Err(bad(S_LIMIT, "must be between 1 KiB and 64 MiB"));
+        }
+        let discovery = DiscoveryConfig {
+            interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
+            request_timeout: std::time::Duration::from_secs(timeout),
+            resource_limit_bytes: limit as usize,
+        };
+        let servers = file
+            .servers
+            .into_iter()
+            .map(declared_server)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut slugs: Vec<&str> = servers.iter().map(|s| s.slug.as_str()).collect();
+        slugs.sort();
+        if let Some(pair) = slugs.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(bad(
+                S_SERVERS,
+                format!("slug `{}` is declared twice", pair[0]),
+            ));
+        }
+
         Ok(Config {
+            discovery,
+            servers,
             http: HttpConfig { bind, public_url },
             database: DatabaseConfig {
                 url: Secret::new(database_url),
@@ -436,6 +550,54 @@ impl Config {
             },
         })
     }
+}
+
+fn declared_server(entry: FileServer) -> Result<DeclaredServer, ConfigError> {
+    let slug = entry.slug;
+    if !(1..=40).contains(&slug.len())
+        || !slug
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err(bad(
+            S_SERVERS,
+            format!("slug `{slug}` is not [a-z0-9-]{{1,40}}"),
+        ));
+    }
+    let transport = match (entry.url, entry.command) {
+        (Some(url), None) => {
+            let parsed = Url::parse(&url)
+                .map_err(|_| bad(S_SERVERS, format!("{slug}: url is not a URL")))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(bad(S_SERVERS, format!("{slug}: url must be http(s)")));
+            }
+            DeclaredTransport::Http { url }
+        }
+        (None, Some(command)) if !command.is_empty() && !command[0].is_empty() => {
+            DeclaredTransport::Stdio { command }
+        }
+        _ => {
+            return Err(bad(
+                S_SERVERS,
+                format!("{slug}: give exactly one of url or command"),
+            ));
+        }
+    };
+    for capability in &entry.capabilities {
+        if !["tools", "prompts", "resources", "apps"].contains(&capability.as_str()) {
+            return Err(bad(
+                S_SERVERS,
+                format!("{slug}: unknown capability `{capability}`"),
+            ));
+        }
+    }
+    Ok(DeclaredServer {
+        display_name: entry.display_name.unwrap_or_else(|| slug.clone()),
+        slug,
+        transport,
+        capabilities: entry.capabilities,
+        enabled: entry.enabled.unwrap_or(true),
+    })
 }
 
 fn parse_public_url(raw: &str) -> Result<Url, ConfigError> {
@@ -753,6 +915,84 @@ mod tests {
         assert!(!printed.contains("s3cret"), "{printed}");
         assert!(!printed.contains("hunter2"), "{printed}");
         assert!(printed.contains("redacted"));
+    }
+
+    #[test]
+    fn stdio_and_http_servers_are_declared_in_the_file() {
+        let file = r#"
+            [discovery]
+            interval_seconds = 0
+            request_timeout_seconds = 5
+            [[servers]]
+            slug = "clock"
+            display_name = "Clock"
+            command = ["mcp-server-basic-vanillajs", "--stdio"]
+            capabilities = ["tools", "apps"]
+            [[servers]]
+            slug = "budget"
+            url = "http://127.0.0.1:4000/mcp"
+        "#;
+        let config = Config::from_sources(Some(file), &env(&[])).unwrap();
+        assert_eq!(config.discovery.interval, None);
+        assert_eq!(
+            config.discovery.request_timeout,
+            std::time::Duration::from_secs(5)
+        );
+        assert_eq!(config.discovery.resource_limit_bytes, 8 * 1024 * 1024);
+        assert_eq!(config.servers.len(), 2);
+        assert_eq!(
+            config.servers[0].transport,
+            DeclaredTransport::Stdio {
+                command: vec!["mcp-server-basic-vanillajs".into(), "--stdio".into()]
+            }
+        );
+        assert_eq!(config.servers[1].display_name, "budget");
+        assert!(config.servers[1].capabilities.is_empty());
+    }
+
+    #[test]
+    fn bad_server_declarations_are_refused() {
+        for entry in [
+            "slug = \"Bad Slug\"\ncommand = [\"x\"]",
+            "slug = \"a\"",
+            "slug = \"a\"\ncommand = [\"x\"]\nurl = \"http://x\"",
+            "slug = \"a\"\ncommand = []",
+            "slug = \"a\"\nurl = \"file:///x\"",
+            "slug = \"a\"\ncommand = [\"x\"]\ncapabilities = [\"root\"]",
+        ] {
+            let file = format!("[[servers]]\n{entry}\n");
+            let err = Config::from_sources(Some(&file), &env(&[])).unwrap_err();
+            assert_eq!(err.setting, S_SERVERS, "{entry}");
+        }
+        let twice = "[[servers]]\nslug = \"a\"\ncommand = [\"x\"]\n[[servers]]\nslug = \"a\"\ncommand = [\"y\"]\n";
+        assert!(
+            Config::from_sources(Some(twice), &env(&[]))
+                .unwrap_err()
+                .problem
+                .contains("twice")
+        );
+    }
+
+    #[test]
+    fn discovery_settings_are_bounded() {
+        assert_eq!(
+            Config::from_sources(None, &env(&[("STRAD_MCP_TIMEOUT_SECONDS", "0")]))
+                .unwrap_err()
+                .setting,
+            S_TIMEOUT
+        );
+        assert_eq!(
+            Config::from_sources(None, &env(&[("STRAD_RESOURCE_LIMIT_BYTES", "10")]))
+                .unwrap_err()
+                .setting,
+            S_LIMIT
+        );
+        assert_eq!(
+            Config::from_sources(None, &env(&[("STRAD_DISCOVERY_INTERVAL_SECONDS", "x")]))
+                .unwrap_err()
+                .setting,
+            S_INTERVAL
+        );
     }
 
     #[test]

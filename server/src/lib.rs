@@ -5,5 +5,6 @@ pub mod config;
 pub mod db;
 pub mod health;
 pub mod security_headers;
+pub mod servers;
 pub mod startup;
 pub mod telemetry;

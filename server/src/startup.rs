@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use app::servers::ssr::client::{Hub, HubSettings};
 use app::state::{AppState, SignInMode};
 use app::{App, shell};
 use axum::Router;
@@ -101,11 +102,28 @@ impl Application {
             .site_pkg_dir("pkg")
             .site_addr(config.http.bind)
             .build();
+        crate::servers::sync_declared(&pool, &config.servers).await?;
+        let (changes, changed) = tokio::sync::mpsc::unbounded_channel();
+        let hub = Arc::new(Hub::new(
+            HubSettings {
+                request_timeout: config.discovery.request_timeout,
+                resource_limit: config.discovery.resource_limit_bytes,
+                ..HubSettings::default()
+            },
+            changes,
+        ));
+        crate::servers::spawn_discovery(
+            pool.clone(),
+            hub.clone(),
+            changed,
+            config.discovery.interval,
+        );
         let state = ServerState {
             app: AppState {
                 leptos_options,
                 pool: pool.clone(),
                 sign_in,
+                hub,
             },
             config: config.clone(),
             oidc,

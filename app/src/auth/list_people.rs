@@ -32,7 +32,9 @@ pub async fn list_people() -> Result<Vec<PersonView>, AppError> {
             roles: p.roles,
             last_sign_in: p
                 .last_sign_in_at
-                .format(format_description!("[year]-[month]-[day] [hour]:[minute] UTC"))
+                .format(format_description!(
+                    "[year]-[month]-[day] [hour]:[minute] UTC"
+                ))
                 .unwrap_or_default(),
         })
         .collect())

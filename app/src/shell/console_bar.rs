@@ -15,6 +15,7 @@ pub fn ConsoleBar() -> impl IntoView {
                 {move || Suspend::new(async move {
                     me.await.ok().flatten().map(|me| {
                         let is_admin = me.has(Role::Admin);
+                        let is_auditor = me.has(Role::Auditor);
                         let roles = me
                             .roles
                             .iter()
@@ -24,7 +25,9 @@ pub fn ConsoleBar() -> impl IntoView {
                             <nav aria-label="Console">
                                 <ul>
                                     <li><a href="/">"Home"</a></li>
+                                    {is_admin.then(|| view! { <li><a href="/admin/servers">"Servers"</a></li> })}
                                     {is_admin.then(|| view! { <li><a href="/people">"People"</a></li> })}
+                                    {(is_admin || is_auditor).then(|| view! { <li><a href="/audit/app-changes">"App changes"</a></li> })}
                                 </ul>
                             </nav>
                             <div class="person">

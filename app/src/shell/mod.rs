@@ -17,7 +17,10 @@ pub use protected::{MeResource, Protected};
 pub use theme::{Theme, ThemeToggle};
 
 use crate::auth::get_me;
-use crate::pages::{HomePage, NotFoundPage, PeoplePage, SignInPage};
+use crate::pages::{
+    AdminServerPage, AdminServersPage, AppChangesPage, HomePage, NotFoundPage, PeoplePage,
+    SignInPage,
+};
 
 /// The HTML document around the app. `theme` comes from the person's saved choice so the
 /// first paint is already in the right colours, without an inline script.
@@ -68,6 +71,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=HomePage ssr=SsrMode::Async />
                     <Route path=path!("/sign-in") view=SignInPage ssr=SsrMode::Async />
                     <Route path=path!("/people") view=PeoplePage ssr=SsrMode::Async />
+                    <Route path=path!("/admin/servers") view=AdminServersPage ssr=SsrMode::Async />
+                    <Route path=path!("/admin/servers/:slug") view=AdminServerPage ssr=SsrMode::Async />
+                    <Route path=path!("/audit/app-changes") view=AppChangesPage ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>

@@ -39,7 +39,11 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client.get(self.url(path)).send().await.expect("request")
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request")
     }
 
     /// A second browser: its own cookie jar.
@@ -97,9 +101,15 @@ pub async fn spawn_app_on(
     extra_env: &[(&str, &str)],
 ) -> TestApp {
     let mut env: HashMap<String, String> = HashMap::new();
-    env.insert("STRAD_BIND".into(), listener.local_addr().unwrap().to_string());
+    env.insert(
+        "STRAD_BIND".into(),
+        listener.local_addr().unwrap().to_string(),
+    );
     env.insert("STRAD_PUBLIC_URL".into(), base.clone());
-    env.insert("STRAD_SITE_ROOT".into(), "target/site-absent-in-tests".into());
+    env.insert(
+        "STRAD_SITE_ROOT".into(),
+        "target/site-absent-in-tests".into(),
+    );
     for (key, value) in extra_env {
         env.insert(key.to_string(), value.to_string());
     }
@@ -121,7 +131,9 @@ pub async fn spawn_app_on(
                 .await
                 .expect("the server connects to the test database");
             let listener = TcpListener::from_std(listener).expect("listener");
-            let app = Application::build_with(config, pool, listener).await.expect("build");
+            let app = Application::build_with(config, pool, listener)
+                .await
+                .expect("build");
             let _ = ready.send(app.local_links());
             app.run_until(async {
                 let _ = stopped.await;
@@ -130,7 +142,14 @@ pub async fn spawn_app_on(
         })
     });
     let local = is_ready.await.expect("strad starts");
-    TestApp { base, pool, client: client(), local, stop: Some(stop), server: Some(server) }
+    TestApp {
+        base,
+        pool,
+        client: client(),
+        local,
+        stop: Some(stop),
+        server: Some(server),
+    }
 }
 
 /// strad in local mode (no issuer).

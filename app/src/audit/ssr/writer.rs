@@ -26,7 +26,10 @@ impl Actor {
     }
 
     pub fn person(id: Uuid, email: &str) -> Self {
-        Self { id: Some(id), email: Some(email.to_owned()) }
+        Self {
+            id: Some(id),
+            email: Some(email.to_owned()),
+        }
     }
 }
 
@@ -48,7 +51,12 @@ pub fn row_hash(
     };
     field(prev);
     field(&at_micros.to_be_bytes());
-    field(actor_id.map(|id| id.to_string()).unwrap_or_default().as_bytes());
+    field(
+        actor_id
+            .map(|id| id.to_string())
+            .unwrap_or_default()
+            .as_bytes(),
+    );
     field(actor_email.unwrap_or_default().as_bytes());
     field(kind.as_bytes());
     field(slug.unwrap_or_default().as_bytes());
@@ -64,18 +72,32 @@ pub async fn append(
     slug: Option<&str>,
     payload: &Value,
 ) -> Result<i64, sqlx::Error> {
-    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(AUDIT_LOCK).execute(&mut *conn).await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(AUDIT_LOCK)
+        .execute(&mut *conn)
+        .await?;
     let prev: Vec<u8> = sqlx::query_scalar("SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1")
         .fetch_optional(&mut *conn)
         .await?
         .unwrap_or_else(|| GENESIS.to_vec());
     // The payload is hashed in the text form Postgres gives jsonb back in, so a verifier
     // reading `payload::text` later computes the same bytes.
-    let payload_text: String = sqlx::query_scalar("SELECT ($1::jsonb)::text").bind(payload).fetch_one(&mut *conn).await?;
+    let payload_text: String = sqlx::query_scalar("SELECT ($1::jsonb)::text")
+        .bind(payload)
+        .fetch_one(&mut *conn)
+        .await?;
     let now = OffsetDateTime::now_utc();
     let at_micros = (now.unix_timestamp_nanos() / 1000) as i64;
     let at = OffsetDateTime::from_unix_timestamp_nanos(at_micros as i128 * 1000).unwrap_or(now);
-    let hash = row_hash(&prev, at_micros, actor.id, actor.email.as_deref(), kind, slug, &payload_text);
+    let hash = row_hash(
+        &prev,
+        at_micros,
+        actor.id,
+        actor.email.as_deref(),
+        kind,
+        slug,
+        &payload_text,
+    );
     let row = sqlx::query(
         "INSERT INTO audit_log (at, actor_id, actor_email, kind, slug, payload, prev_hash, hash)
          VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) RETURNING id",
@@ -128,4 +150,3 @@ pub async fn first_broken_row(conn: &mut PgConnection) -> Result<Option<i64>, sq
     }
     Ok(None)
 }
-

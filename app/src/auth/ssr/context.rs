@@ -61,6 +61,24 @@ impl RequestContext {
         }
     }
 
+    /// Signed in with any of `roles`, or 401 / 403.
+    pub async fn require_any(roles: &[Role]) -> Result<Self, AppError> {
+        let responder = Responder::capture();
+        let ctx = Self::load()
+            .await?
+            .ok_or_else(|| responder.fail(AppError::Unauthorized))?;
+        if roles.iter().any(|r| ctx.roles.contains(r)) {
+            Ok(ctx)
+        } else {
+            Err(responder.fail(AppError::Forbidden))
+        }
+    }
+
+    /// The audit actor for changes this person makes.
+    pub fn actor(&self) -> crate::audit::ssr::writer::Actor {
+        crate::audit::ssr::writer::Actor::person(self.user.id, &self.user.email)
+    }
+
     pub fn me(&self) -> Me {
         Me {
             email: self.user.email.clone(),

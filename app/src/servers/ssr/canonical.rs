@@ -108,7 +108,10 @@ mod tests {
     #[test]
     fn array_order_and_string_escapes_are_kept() {
         assert_eq!(canonical_json(&json!(["b", "a"])), r#"["b","a"]"#);
-        assert_eq!(canonical_json(&json!({"k": "line\n\"q\""})), r#"{"k":"line\n\"q\""}"#);
+        assert_eq!(
+            canonical_json(&json!({"k": "line\n\"q\""})),
+            r#"{"k":"line\n\"q\""}"#
+        );
     }
 
     #[test]
@@ -122,6 +125,9 @@ mod tests {
     #[test]
     fn pretty_output_is_sorted_and_indented() {
         let value = json!({"b": [1], "a": {}});
-        assert_eq!(pretty_canonical(&value), "{\n  \"a\": {},\n  \"b\": [\n    1\n  ]\n}");
+        assert_eq!(
+            pretty_canonical(&value),
+            "{\n  \"a\": {},\n  \"b\": [\n    1\n  ]\n}"
+        );
     }
 }

@@ -67,10 +67,16 @@ pub struct AppChange {
 /// Every added, changed and removed item, ordered by kind then key.
 pub fn changes(old: &[Item], new: &[Item]) -> Vec<AppChange> {
     let find = |items: &[Item], kind: ItemKind, key: &str| {
-        items.iter().find(|i| i.kind == kind && i.key == key).cloned()
+        items
+            .iter()
+            .find(|i| i.kind == kind && i.key == key)
+            .cloned()
     };
-    let mut keys: Vec<(ItemKind, String)> =
-        old.iter().chain(new.iter()).map(|i| (i.kind, i.key.clone())).collect();
+    let mut keys: Vec<(ItemKind, String)> = old
+        .iter()
+        .chain(new.iter())
+        .map(|i| (i.kind, i.key.clone()))
+        .collect();
     keys.sort_by(|a, b| (a.0.as_str(), &a.1).cmp(&(b.0.as_str(), &b.1)));
     keys.dedup();
     keys.into_iter()
@@ -84,7 +90,9 @@ pub fn changes(old: &[Item], new: &[Item]) -> Vec<AppChange> {
                 _ => return None,
             };
             let text = |item: &Option<Item>| {
-                item.as_ref().map(|i| String::from_utf8_lossy(&i.body).into_owned()).unwrap_or_default()
+                item.as_ref()
+                    .map(|i| String::from_utf8_lossy(&i.body).into_owned())
+                    .unwrap_or_default()
             };
             Some(AppChange {
                 item_kind: kind,
@@ -103,7 +111,11 @@ pub fn changes(old: &[Item], new: &[Item]) -> Vec<AppChange> {
 /// A unified diff (3 lines of context), cut at `cap` bytes on a line boundary.
 pub fn unified_diff(old: &str, new: &str, cap: usize) -> String {
     let diff = similar::TextDiff::from_lines(old, new);
-    let text = diff.unified_diff().context_radius(3).header("before", "after").to_string();
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header("before", "after")
+        .to_string();
     if text.len() <= cap {
         return text;
     }
@@ -133,24 +145,46 @@ mod tests {
 
     #[test]
     fn nothing_changed_is_no_change() {
-        let items = vec![item(ItemKind::Tool, "a", "x"), item(ItemKind::AppResource, "ui://a", "<p>")];
+        let items = vec![
+            item(ItemKind::Tool, "a", "x"),
+            item(ItemKind::AppResource, "ui://a", "<p>"),
+        ];
         assert!(changes(&items, &items.clone()).is_empty());
     }
 
     #[test]
     fn added_changed_and_removed_items_are_each_one_change() {
-        let old = vec![item(ItemKind::Tool, "kept", "1"), item(ItemKind::Tool, "gone", "2"), item(ItemKind::AppResource, "ui://a", "<p>old</p>\n")];
-        let new = vec![item(ItemKind::Tool, "kept", "1"), item(ItemKind::Tool, "new", "3"), item(ItemKind::AppResource, "ui://a", "<p>new</p>\n")];
+        let old = vec![
+            item(ItemKind::Tool, "kept", "1"),
+            item(ItemKind::Tool, "gone", "2"),
+            item(ItemKind::AppResource, "ui://a", "<p>old</p>\n"),
+        ];
+        let new = vec![
+            item(ItemKind::Tool, "kept", "1"),
+            item(ItemKind::Tool, "new", "3"),
+            item(ItemKind::AppResource, "ui://a", "<p>new</p>\n"),
+        ];
         let found = changes(&old, &new);
-        let summary: Vec<(&str, &str, Change)> = found.iter().map(|c| (c.item_kind.as_str(), c.item.as_str(), c.change)).collect();
+        let summary: Vec<(&str, &str, Change)> = found
+            .iter()
+            .map(|c| (c.item_kind.as_str(), c.item.as_str(), c.change))
+            .collect();
         assert_eq!(
             summary,
-            [("app_resource", "ui://a", Change::Changed), ("tool", "gone", Change::Removed), ("tool", "new", Change::Added)]
+            [
+                ("app_resource", "ui://a", Change::Changed),
+                ("tool", "gone", Change::Removed),
+                ("tool", "new", Change::Added)
+            ]
         );
         let html = &found[0];
         assert_eq!(html.old_digest.as_deref(), Some(old[2].digest.as_str()));
         assert_eq!(html.new_digest.as_deref(), Some(new[2].digest.as_str()));
-        assert!(html.diff.contains("-<p>old</p>") && html.diff.contains("+<p>new</p>"), "{}", html.diff);
+        assert!(
+            html.diff.contains("-<p>old</p>") && html.diff.contains("+<p>new</p>"),
+            "{}",
+            html.diff
+        );
         assert_eq!(found[1].new_digest, None);
         assert_eq!(found[2].old_size, None);
     }

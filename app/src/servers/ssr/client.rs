@@ -42,9 +42,13 @@ impl Default for HubSettings {
 /// How to reach a server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
-    Http { url: String },
+    Http {
+        url: String,
+    },
     /// Only from the configuration file: the UI never starts a process.
-    Stdio { command: Vec<String> },
+    Stdio {
+        command: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,9 +81,15 @@ impl ClientHandler for Handler {
     fn get_info(&self) -> InitializeRequestParams {
         let mut capabilities = ClientCapabilities::default();
         let mut ui = serde_json::Map::new();
-        ui.insert("mimeTypes".into(), Value::from(vec![super::discovery::APP_MIME_TYPE]));
+        ui.insert(
+            "mimeTypes".into(),
+            Value::from(vec![super::discovery::APP_MIME_TYPE]),
+        );
         capabilities.extensions = Some([(UI_EXTENSION.to_string(), ui)].into_iter().collect());
-        InitializeRequestParams::new(capabilities, Implementation::new("strad", env!("CARGO_PKG_VERSION")))
+        InitializeRequestParams::new(
+            capabilities,
+            Implementation::new("strad", env!("CARGO_PKG_VERSION")),
+        )
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -104,7 +114,11 @@ pub struct Hub {
 
 impl Hub {
     pub fn new(settings: HubSettings, changes: ChangeSender) -> Self {
-        Self { settings, changes, connections: Mutex::new(HashMap::new()) }
+        Self {
+            settings,
+            changes,
+            connections: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn settings(&self) -> &HubSettings {
@@ -112,7 +126,11 @@ impl Hub {
     }
 
     /// Every tool, following pagination.
-    pub async fn list_tools(&self, slug: &str, endpoint: &Endpoint) -> Result<Vec<Value>, McpError> {
+    pub async fn list_tools(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+    ) -> Result<Vec<Value>, McpError> {
         let limit = self.settings.response_limit;
         self.idempotent(slug, endpoint, |peer| async move {
             let tools = peer.list_all_tools().await.map_err(service_error)?;
@@ -122,7 +140,11 @@ impl Hub {
     }
 
     /// Every resource, following pagination.
-    pub async fn list_resources(&self, slug: &str, endpoint: &Endpoint) -> Result<Vec<Value>, McpError> {
+    pub async fn list_resources(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+    ) -> Result<Vec<Value>, McpError> {
         let limit = self.settings.response_limit;
         self.idempotent(slug, endpoint, |peer| async move {
             let resources = peer.list_all_resources().await.map_err(service_error)?;
@@ -132,7 +154,12 @@ impl Hub {
     }
 
     /// One `resources/read`, as JSON, within the resource byte limit.
-    pub async fn read_resource(&self, slug: &str, endpoint: &Endpoint, uri: &str) -> Result<Value, McpError> {
+    pub async fn read_resource(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        uri: &str,
+    ) -> Result<Value, McpError> {
         let limit = self.settings.resource_limit;
         let uri = uri.to_owned();
         self.idempotent(slug, endpoint, move |peer| {
@@ -185,7 +212,12 @@ impl Hub {
 
     /// Runs an idempotent request; after a transport failure or a timeout the connection is
     /// rebuilt and the request tried once more, which is how a restarted server is reached.
-    async fn idempotent<F, Fut, T>(&self, slug: &str, endpoint: &Endpoint, request: F) -> Result<T, McpError>
+    async fn idempotent<F, Fut, T>(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        request: F,
+    ) -> Result<T, McpError>
     where
         F: Fn(rmcp::Peer<RoleClient>) -> Fut,
         Fut: Future<Output = Result<T, McpError>>,
@@ -195,7 +227,10 @@ impl Hub {
             let connection = self.connection(slug, endpoint).await?;
             match self.timed(request(connection.service.peer().clone())).await {
                 Ok(Ok(value)) => return Ok(value),
-                Ok(Err(err @ (McpError::Server(_) | McpError::TooLarge { .. } | McpError::Malformed(_)))) => {
+                Ok(Err(
+                    err
+                    @ (McpError::Server(_) | McpError::TooLarge { .. } | McpError::Malformed(_)),
+                )) => {
                     return Err(err);
                 }
                 Ok(Err(err)) | Err(err) => {
@@ -219,14 +254,21 @@ impl Hub {
 
     async fn forget_connection(&self, slug: &str, connection: &Arc<Connection>) {
         let mut connections = self.connections.lock().await;
-        if connections.get(slug).is_some_and(|current| Arc::ptr_eq(current, connection)) {
+        if connections
+            .get(slug)
+            .is_some_and(|current| Arc::ptr_eq(current, connection))
+        {
             if let Some(connection) = connections.remove(slug) {
                 close(connection);
             }
         }
     }
 
-    async fn connection(&self, slug: &str, endpoint: &Endpoint) -> Result<Arc<Connection>, McpError> {
+    async fn connection(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+    ) -> Result<Arc<Connection>, McpError> {
         let mut connections = self.connections.lock().await;
         if let Some(existing) = connections.get(slug) {
             if existing.endpoint == *endpoint && !existing.service.is_transport_closed() {
@@ -236,33 +278,52 @@ impl Hub {
                 close(stale);
             }
         }
-        let handler = Handler { slug: slug.to_owned(), changes: self.changes.clone() };
-        let service = self
-            .timed(connect(handler, endpoint))
-            .await
-            .map_err(|_| McpError::Connect(format!("no answer to initialize within {:?}", self.settings.request_timeout)))??;
-        let connection = Arc::new(Connection { endpoint: endpoint.clone(), service });
+        let handler = Handler {
+            slug: slug.to_owned(),
+            changes: self.changes.clone(),
+        };
+        let service = self.timed(connect(handler, endpoint)).await.map_err(|_| {
+            McpError::Connect(format!(
+                "no answer to initialize within {:?}",
+                self.settings.request_timeout
+            ))
+        })??;
+        let connection = Arc::new(Connection {
+            endpoint: endpoint.clone(),
+            service,
+        });
         connections.insert(slug.to_owned(), connection.clone());
         Ok(connection)
     }
 }
 
-async fn connect(handler: Handler, endpoint: &Endpoint) -> Result<RunningService<RoleClient, Handler>, McpError> {
+async fn connect(
+    handler: Handler,
+    endpoint: &Endpoint,
+) -> Result<RunningService<RoleClient, Handler>, McpError> {
     let connect_error = |err: &dyn std::fmt::Display| McpError::Connect(err.to_string());
     match endpoint {
         Endpoint::Http { url } => {
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            handler.serve(transport).await.map_err(|e| connect_error(&e))
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| connect_error(&e))
         }
         Endpoint::Stdio { command } => {
-            let (program, args) = command.split_first().ok_or_else(|| McpError::Connect("empty command".into()))?;
+            let (program, args) = command
+                .split_first()
+                .ok_or_else(|| McpError::Connect("empty command".into()))?;
             let mut cmd = tokio::process::Command::new(program);
             cmd.args(args).kill_on_drop(true);
             let (transport, _stderr) = TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .map_err(|e| connect_error(&e))?;
-            handler.serve(transport).await.map_err(|e| connect_error(&e))
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| connect_error(&e))
         }
     }
 }

@@ -88,7 +88,9 @@ pub fn tool_info(tool: &Value) -> Option<ToolInfo> {
             let mut seen = Vec::new();
             for item in items {
                 match item.as_str() {
-                    Some("model") if !seen.contains(&Visibility::Model) => seen.push(Visibility::Model),
+                    Some("model") if !seen.contains(&Visibility::Model) => {
+                        seen.push(Visibility::Model)
+                    }
                     Some("app") if !seen.contains(&Visibility::App) => seen.push(Visibility::App),
                     Some("model" | "app") => {}
                     _ => problem = Some(format!("unknown visibility {}", short(item))),
@@ -107,7 +109,10 @@ pub fn tool_info(tool: &Value) -> Option<ToolInfo> {
     let read_only_hint = annotations.get("readOnlyHint").and_then(Value::as_bool) == Some(true);
     Some(ToolInfo {
         name,
-        description: tool.get("description").and_then(Value::as_str).map(str::to_owned),
+        description: tool
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         resource_uri,
         visibility,
         read_only_hint,
@@ -120,7 +125,11 @@ pub fn discover_tool(tool: &Value) -> Option<DiscoveredTool> {
     let info = tool_info(tool)?;
     let canonical = canonical_json(tool);
     let digest = sha256_hex(canonical.as_bytes());
-    Some(DiscoveredTool { info, canonical, digest })
+    Some(DiscoveredTool {
+        info,
+        canonical,
+        digest,
+    })
 }
 
 /// The `ui://` URIs worth reading: every listed `ui://` resource and every URI an app tool
@@ -145,7 +154,10 @@ pub fn app_resource(
     read_result: &Value,
     byte_limit: usize,
 ) -> Result<AppResource, String> {
-    let contents = read_result.get("contents").and_then(Value::as_array).ok_or("the answer has no contents")?;
+    let contents = read_result
+        .get("contents")
+        .and_then(Value::as_array)
+        .ok_or("the answer has no contents")?;
     let item = contents
         .iter()
         .find(|c| c.get("uri").and_then(Value::as_str) == Some(uri))
@@ -157,7 +169,10 @@ pub fn app_resource(
         .and_then(Value::as_str)
         .unwrap_or("");
     if mime != APP_MIME_TYPE {
-        return Err(format!("mimeType is {} rather than {APP_MIME_TYPE}", short(&Value::String(mime.into()))));
+        return Err(format!(
+            "mimeType is {} rather than {APP_MIME_TYPE}",
+            short(&Value::String(mime.into()))
+        ));
     }
     let bytes = match (item.get("text"), item.get("blob")) {
         (Some(Value::String(text)), _) => text.as_bytes().to_vec(),
@@ -173,7 +188,10 @@ pub fn app_resource(
         _ => return Err("content has neither text nor blob".into()),
     };
     if bytes.len() > byte_limit {
-        return Err(format!("{} bytes, over the {byte_limit}-byte limit", bytes.len()));
+        return Err(format!(
+            "{} bytes, over the {byte_limit}-byte limit",
+            bytes.len()
+        ));
     }
     if std::str::from_utf8(&bytes).is_err() {
         return Err("content is not UTF-8 HTML".into());
@@ -181,7 +199,11 @@ pub fn app_resource(
     let meta_ui = item
         .get("_meta")
         .and_then(|m| m.get("ui"))
-        .or_else(|| list_entry.and_then(|e| e.get("_meta")).and_then(|m| m.get("ui")))
+        .or_else(|| {
+            list_entry
+                .and_then(|e| e.get("_meta"))
+                .and_then(|m| m.get("ui"))
+        })
         .cloned()
         .unwrap_or(Value::Null);
     let resource_domains = string_list(meta_ui.get("csp").and_then(|c| c.get("resourceDomains")));
@@ -209,14 +231,24 @@ pub fn app_resource(
 fn string_list(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
-        .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// A value for a message, cut short.
 fn short(value: &Value) -> String {
     let text = value.to_string();
-    if text.chars().count() > 80 { format!("{}…", text.chars().take(80).collect::<String>()) } else { text }
+    if text.chars().count() > 80 {
+        format!("{}…", text.chars().take(80).collect::<String>())
+    } else {
+        text
+    }
 }
 
 #[cfg(test)]
@@ -231,15 +263,30 @@ mod tests {
         let nested = json!({"name": "a", "_meta": {"ui": {"resourceUri": "ui://x/a.html"}}});
         let flat = json!({"name": "b", "_meta": {"ui/resourceUri": "ui://x/b.html"}});
         let both = json!({"name": "c", "_meta": {"ui": {"resourceUri": "ui://x/new.html"}, "ui/resourceUri": "ui://x/old.html"}});
-        assert_eq!(tool_info(&nested).unwrap().resource_uri.as_deref(), Some("ui://x/a.html"));
-        assert_eq!(tool_info(&flat).unwrap().resource_uri.as_deref(), Some("ui://x/b.html"));
-        assert_eq!(tool_info(&both).unwrap().resource_uri.as_deref(), Some("ui://x/new.html"));
+        assert_eq!(
+            tool_info(&nested).unwrap().resource_uri.as_deref(),
+            Some("ui://x/a.html")
+        );
+        assert_eq!(
+            tool_info(&flat).unwrap().resource_uri.as_deref(),
+            Some("ui://x/b.html")
+        );
+        assert_eq!(
+            tool_info(&both).unwrap().resource_uri.as_deref(),
+            Some("ui://x/new.html")
+        );
     }
 
     #[test]
     fn a_resource_uri_that_is_not_ui_is_a_problem_of_that_tool() {
-        for bad in [json!("https://example.com/a.html"), json!("ui://"), json!(42), json!("UI://x")] {
-            let info = tool_info(&json!({"name": "t", "_meta": {"ui": {"resourceUri": bad}}})).unwrap();
+        for bad in [
+            json!("https://example.com/a.html"),
+            json!("ui://"),
+            json!(42),
+            json!("UI://x"),
+        ] {
+            let info =
+                tool_info(&json!({"name": "t", "_meta": {"ui": {"resourceUri": bad}}})).unwrap();
             assert_eq!(info.resource_uri, None);
             assert!(info.problem.unwrap().contains("not a ui:// URI"));
         }
@@ -254,13 +301,21 @@ mod tests {
 
     #[test]
     fn visibility_is_read_and_unknown_entries_are_reported() {
-        let info = tool_info(&json!({"name": "t", "_meta": {"ui": {"visibility": ["app"]}}})).unwrap();
+        let info =
+            tool_info(&json!({"name": "t", "_meta": {"ui": {"visibility": ["app"]}}})).unwrap();
         assert_eq!(info.visibility, [Visibility::App]);
-        let info = tool_info(&json!({"name": "t", "_meta": {"ui": {"visibility": ["app", "root", "app"]}}})).unwrap();
+        let info = tool_info(
+            &json!({"name": "t", "_meta": {"ui": {"visibility": ["app", "root", "app"]}}}),
+        )
+        .unwrap();
         assert_eq!(info.visibility, [Visibility::App]);
         assert!(info.problem.unwrap().contains("unknown visibility"));
-        let info = tool_info(&json!({"name": "t", "_meta": {"ui": {"visibility": "model"}}})).unwrap();
-        assert!(info.visibility.is_empty(), "a malformed visibility reaches no surface");
+        let info =
+            tool_info(&json!({"name": "t", "_meta": {"ui": {"visibility": "model"}}})).unwrap();
+        assert!(
+            info.visibility.is_empty(),
+            "a malformed visibility reaches no surface"
+        );
         assert!(info.problem.is_some());
     }
 
@@ -276,9 +331,18 @@ mod tests {
 
     #[test]
     fn a_tool_fingerprint_ignores_key_order_and_sees_any_change() {
-        let a = discover_tool(&json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}})).unwrap();
-        let b = discover_tool(&json!({"inputSchema": {"type": "object"}, "description": "d", "name": "t"})).unwrap();
-        let c = discover_tool(&json!({"name": "t", "description": "e", "inputSchema": {"type": "object"}})).unwrap();
+        let a = discover_tool(
+            &json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
+        let b = discover_tool(
+            &json!({"inputSchema": {"type": "object"}, "description": "d", "name": "t"}),
+        )
+        .unwrap();
+        let c = discover_tool(
+            &json!({"name": "t", "description": "e", "inputSchema": {"type": "object"}}),
+        )
+        .unwrap();
         assert_eq!(a.digest, b.digest);
         assert_ne!(a.digest, c.digest);
         assert_eq!(a.digest.len(), 64);
@@ -287,11 +351,21 @@ mod tests {
     #[test]
     fn candidates_are_listed_ui_resources_and_tool_references() {
         let tools = vec![
-            discover_tool(&json!({"name": "t", "_meta": {"ui": {"resourceUri": "ui://x/hidden.html"}}})).unwrap(),
-            discover_tool(&json!({"name": "u", "_meta": {"ui": {"resourceUri": "ui://x/a.html"}}})).unwrap(),
+            discover_tool(
+                &json!({"name": "t", "_meta": {"ui": {"resourceUri": "ui://x/hidden.html"}}}),
+            )
+            .unwrap(),
+            discover_tool(&json!({"name": "u", "_meta": {"ui": {"resourceUri": "ui://x/a.html"}}}))
+                .unwrap(),
         ];
-        let resources = vec![json!({"uri": "ui://x/a.html"}), json!({"uri": "file:///readme"})];
-        assert_eq!(app_resource_candidates(&tools, &resources), ["ui://x/a.html", "ui://x/hidden.html"]);
+        let resources = vec![
+            json!({"uri": "ui://x/a.html"}),
+            json!({"uri": "file:///readme"}),
+        ];
+        assert_eq!(
+            app_resource_candidates(&tools, &resources),
+            ["ui://x/a.html", "ui://x/hidden.html"]
+        );
     }
 
     fn read(item: Value) -> Value {
@@ -300,51 +374,102 @@ mod tests {
 
     #[test]
     fn an_app_resource_is_read_from_text() {
-        let result = read(json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "text": "<p>hi</p>",
-            "_meta": {"ui": {"csp": {"resourceDomains": ["https://cdn.example.com"]}, "permissions": {"camera": {}, "clipboardWrite": {}}}}}));
+        let result = read(
+            json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "text": "<p>hi</p>",
+            "_meta": {"ui": {"csp": {"resourceDomains": ["https://cdn.example.com"]}, "permissions": {"camera": {}, "clipboardWrite": {}}}}}),
+        );
         let app = app_resource("ui://x/a.html", None, &result, LIMIT).unwrap();
         assert_eq!(app.bytes, b"<p>hi</p>");
         assert_eq!(app.content_digest, sha256_hex(b"<p>hi</p>"));
         assert_eq!(app.resource_domains, ["https://cdn.example.com"]);
         assert_eq!(app.permissions, ["camera", "clipboardWrite"]);
-        assert_ne!(app.digest, app.content_digest, "the fingerprint covers _meta.ui too");
+        assert_ne!(
+            app.digest, app.content_digest,
+            "the fingerprint covers _meta.ui too"
+        );
     }
 
     #[test]
     fn an_app_resource_is_read_from_a_base64_blob() {
-        let result = read(json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "blob": "PHA+aGk8L3A+"}));
-        assert_eq!(app_resource("ui://x/a.html", None, &result, LIMIT).unwrap().bytes, b"<p>hi</p>");
+        let result = read(
+            json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "blob": "PHA+aGk8L3A+"}),
+        );
+        assert_eq!(
+            app_resource("ui://x/a.html", None, &result, LIMIT)
+                .unwrap()
+                .bytes,
+            b"<p>hi</p>"
+        );
         let bad = read(json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "blob": "***"}));
-        assert!(app_resource("ui://x/a.html", None, &bad, LIMIT).unwrap_err().contains("base64"));
+        assert!(
+            app_resource("ui://x/a.html", None, &bad, LIMIT)
+                .unwrap_err()
+                .contains("base64")
+        );
     }
 
     #[test]
     fn meta_ui_comes_from_the_content_item_first_then_the_list_entry() {
         let entry = json!({"uri": "ui://x/a.html", "_meta": {"ui": {"prefersBorder": true}}});
-        let with_item_meta = read(json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "text": "x", "_meta": {"ui": {"prefersBorder": false}}}));
+        let with_item_meta = read(
+            json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "text": "x", "_meta": {"ui": {"prefersBorder": false}}}),
+        );
         let without = read(json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "text": "x"}));
-        assert_eq!(app_resource("ui://x/a.html", Some(&entry), &with_item_meta, LIMIT).unwrap().meta_ui, json!({"prefersBorder": false}));
-        assert_eq!(app_resource("ui://x/a.html", Some(&entry), &without, LIMIT).unwrap().meta_ui, json!({"prefersBorder": true}));
+        assert_eq!(
+            app_resource("ui://x/a.html", Some(&entry), &with_item_meta, LIMIT)
+                .unwrap()
+                .meta_ui,
+            json!({"prefersBorder": false})
+        );
+        assert_eq!(
+            app_resource("ui://x/a.html", Some(&entry), &without, LIMIT)
+                .unwrap()
+                .meta_ui,
+            json!({"prefersBorder": true})
+        );
     }
 
     #[test]
     fn the_mime_type_must_be_exact() {
-        for mime in ["text/html", "text/html; profile=mcp-app", "TEXT/HTML;PROFILE=MCP-APP", ""] {
+        for mime in [
+            "text/html",
+            "text/html; profile=mcp-app",
+            "TEXT/HTML;PROFILE=MCP-APP",
+            "",
+        ] {
             let result = read(json!({"uri": "ui://x/a.html", "mimeType": mime, "text": "x"}));
-            assert!(app_resource("ui://x/a.html", None, &result, LIMIT).unwrap_err().contains("mimeType"), "{mime}");
+            assert!(
+                app_resource("ui://x/a.html", None, &result, LIMIT)
+                    .unwrap_err()
+                    .contains("mimeType"),
+                "{mime}"
+            );
         }
         let entry = json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE});
         let unnamed = read(json!({"uri": "ui://x/a.html", "text": "x"}));
-        assert!(app_resource("ui://x/a.html", Some(&entry), &unnamed, LIMIT).is_ok(), "the list entry's mimeType counts");
+        assert!(
+            app_resource("ui://x/a.html", Some(&entry), &unnamed, LIMIT).is_ok(),
+            "the list entry's mimeType counts"
+        );
     }
 
     #[test]
     fn an_oversized_resource_is_refused() {
-        let result = read(json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "text": "x".repeat(101)}));
-        assert!(app_resource("ui://x/a.html", None, &result, 100).unwrap_err().contains("limit"));
+        let result = read(
+            json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "text": "x".repeat(101)}),
+        );
+        assert!(
+            app_resource("ui://x/a.html", None, &result, 100)
+                .unwrap_err()
+                .contains("limit")
+        );
         let blob = base64::engine::general_purpose::STANDARD.encode(vec![b'x'; 400]);
         let result = read(json!({"uri": "ui://x/a.html", "mimeType": APP_MIME_TYPE, "blob": blob}));
-        assert!(app_resource("ui://x/a.html", None, &result, 100).unwrap_err().contains("limit"));
+        assert!(
+            app_resource("ui://x/a.html", None, &result, 100)
+                .unwrap_err()
+                .contains("limit")
+        );
     }
 
     #[test]

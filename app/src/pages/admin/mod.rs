@@ -1,0 +1,5 @@
+mod server_page;
+mod servers_page;
+
+pub use server_page::AdminServerPage;
+pub use servers_page::AdminServersPage;

@@ -1,0 +1,70 @@
+use leptos::prelude::*;
+
+use crate::error::AppError;
+
+/// Edits a UI-registered server: name, URL, approved capabilities, enabled. Servers from
+/// the configuration file are read-only here. Admins only; audited with old and new.
+#[server(prefix = "/api", endpoint = "servers/update")]
+pub async fn update_server(
+    slug: String,
+    display_name: String,
+    url: String,
+    cap_tools: Option<String>,
+    cap_prompts: Option<String>,
+    cap_resources: Option<String>,
+    cap_apps: Option<String>,
+    enabled: Option<String>,
+) -> Result<String, AppError> {
+    use super::ssr::form;
+    use crate::auth::Role;
+    use crate::auth::ssr::context::RequestContext;
+    use crate::error::Responder;
+    use crate::servers::ssr::client::Endpoint;
+    use crate::servers::ssr::registry::{self, ServerSpec};
+    use serde_json::json;
+
+    let state = crate::state::AppState::from_context()?;
+    let responder = Responder::capture();
+    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let mut tx = state.pool.begin().await?;
+    let old = registry::get_server(&mut *tx, &slug)
+        .await?
+        .ok_or_else(|| responder.fail(AppError::NotFound))?;
+    if old.from_config() {
+        return Err(responder.fail(AppError::Invalid {
+            field: "server (declared in the configuration file)".into(),
+        }));
+    }
+    let spec = ServerSpec {
+        slug: old.slug.clone(),
+        display_name: form::display_name(&display_name).map_err(|e| responder.fail(e))?,
+        endpoint: Endpoint::Http {
+            url: form::http_url(&url).map_err(|e| responder.fail(e))?,
+        },
+        from_config: false,
+        capabilities: form::capabilities([cap_tools, cap_prompts, cap_resources, cap_apps]),
+        enabled: enabled.is_some(),
+    };
+    let new = registry::update_server(&mut *tx, &spec)
+        .await?
+        .ok_or_else(|| responder.fail(AppError::NotFound))?;
+    let payload = json!({"old": form::audit_payload(&old), "new": form::audit_payload(&new)});
+    crate::audit::ssr::writer::append(
+        &mut tx,
+        &ctx.actor(),
+        "server_changed",
+        Some(&new.slug),
+        &payload,
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(server.slug = %new.slug, "server changed");
+
+    state.hub.forget(&new.slug).await;
+    if new.enabled {
+        let _ =
+            super::ssr::discover::discover(&state.pool, &state.hub, &new.slug, &ctx.actor()).await;
+    }
+    leptos_axum::redirect(&format!("/admin/servers/{}", new.slug));
+    Ok(new.slug)
+}

@@ -1,0 +1,145 @@
+//! Servers declared in the configuration file, and the background discovery: at start-up,
+//! on a server's list_changed notification, and every `discovery.interval`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::audit::ssr::writer::{self, Actor};
+use app::servers::Capability;
+use app::servers::ssr::client::{Endpoint, Hub};
+use app::servers::ssr::discover::discover;
+use app::servers::ssr::form::audit_payload;
+use app::servers::ssr::registry::{self, ServerSpec};
+use serde_json::json;
+use sqlx::PgPool;
+use tokio::sync::mpsc;
+
+use crate::config::{DeclaredServer, DeclaredTransport};
+
+/// Makes the registry match the file: declared servers are inserted or updated (audited as
+/// changes by strad itself); config servers no longer declared are disabled, not deleted,
+/// so their history stays.
+pub async fn sync_declared(pool: &PgPool, declared: &[DeclaredServer]) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let actor = Actor::system();
+    for server in declared {
+        let spec = ServerSpec {
+            slug: server.slug.clone(),
+            display_name: server.display_name.clone(),
+            endpoint: match &server.transport {
+                DeclaredTransport::Http { url } => Endpoint::Http { url: url.clone() },
+                DeclaredTransport::Stdio { command } => Endpoint::Stdio {
+                    command: command.clone(),
+                },
+            },
+            from_config: true,
+            capabilities: server
+                .capabilities
+                .iter()
+                .filter_map(|c| Capability::parse(c))
+                .collect(),
+            enabled: server.enabled,
+        };
+        match registry::get_server(&mut *tx, &server.slug).await? {
+            None => {
+                let row = registry::insert_server(&mut *tx, &spec).await?;
+                writer::append(
+                    &mut tx,
+                    &actor,
+                    "server_registered",
+                    Some(&row.slug),
+                    &audit_payload(&row),
+                )
+                .await?;
+            }
+            Some(old) => {
+                if !old.from_config() {
+                    tracing::error!(server.slug = %old.slug, "a configured slug is taken by a server registered in the UI; the file's entry is ignored");
+                    continue;
+                }
+                let old_payload = audit_payload(&old);
+                let new = registry::update_server(&mut *tx, &spec)
+                    .await?
+                    .expect("the row exists");
+                if audit_payload(&new) != old_payload {
+                    let payload = json!({"old": old_payload, "new": audit_payload(&new)});
+                    writer::append(&mut tx, &actor, "server_changed", Some(&new.slug), &payload)
+                        .await?;
+                }
+            }
+        }
+    }
+    let declared_slugs: HashSet<&str> = declared.iter().map(|s| s.slug.as_str()).collect();
+    for (row, _, _) in registry::list_servers(&mut *tx).await? {
+        if row.from_config() && row.enabled && !declared_slugs.contains(row.slug.as_str()) {
+            let old_payload = audit_payload(&row);
+            let spec = ServerSpec {
+                slug: row.slug.clone(),
+                display_name: row.display_name.clone(),
+                endpoint: row.endpoint().expect("a stored endpoint"),
+                from_config: true,
+                capabilities: row
+                    .capabilities
+                    .iter()
+                    .filter_map(|c| Capability::parse(c))
+                    .collect(),
+                enabled: false,
+            };
+            let new = registry::update_server(&mut *tx, &spec)
+                .await?
+                .expect("the row exists");
+            let payload = json!({"old": old_payload, "new": audit_payload(&new), "reason": "no longer declared"});
+            writer::append(&mut tx, &actor, "server_changed", Some(&new.slug), &payload).await?;
+        }
+    }
+    tx.commit().await
+}
+
+/// Runs discovery in the background until the process ends.
+pub fn spawn_discovery(
+    pool: PgPool,
+    hub: Arc<Hub>,
+    mut changed: mpsc::UnboundedReceiver<String>,
+    interval: Option<Duration>,
+) {
+    tokio::spawn(async move {
+        discover_all(&pool, &hub).await;
+        let mut tick = interval.map(|period| {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            tick
+        });
+        loop {
+            tokio::select! {
+                slug = changed.recv() => {
+                    let Some(slug) = slug else { break };
+                    // A burst of notifications is one discovery.
+                    let mut slugs = HashSet::from([slug]);
+                    while let Ok(more) = changed.try_recv() {
+                        slugs.insert(more);
+                    }
+                    for slug in slugs {
+                        tracing::info!(server.slug = %slug, "the server's list changed; discovering");
+                        let _ = discover(&pool, &hub, &slug, &Actor::system()).await;
+                    }
+                }
+                _ = async { tick.as_mut().expect("only polled with an interval").tick().await }, if tick.is_some() => {
+                    discover_all(&pool, &hub).await;
+                }
+            }
+        }
+    });
+}
+
+async fn discover_all(pool: &PgPool, hub: &Hub) {
+    match registry::enabled_slugs(pool).await {
+        Ok(slugs) => {
+            for slug in slugs {
+                // Errors are recorded on the server's row and logged by discover.
+                let _ = discover(pool, hub, &slug, &Actor::system()).await;
+            }
+        }
+        Err(err) => tracing::error!(error.message = %err, "could not list servers for discovery"),
+    }
+}
