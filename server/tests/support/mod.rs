@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod mcp;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -100,6 +102,23 @@ pub async fn spawn_app_on(
     base: String,
     extra_env: &[(&str, &str)],
 ) -> TestApp {
+    spawn_app_with(pool, listener, base, extra_env, None).await
+}
+
+/// strad in local mode with a strad.toml.
+pub async fn spawn_app_with_file(pool: PgPool, file: &str, extra_env: &[(&str, &str)]) -> TestApp {
+    let (listener, base) = bind().await;
+    spawn_app_with(pool, listener, base, extra_env, Some(file)).await
+}
+
+pub async fn spawn_app_with(
+    pool: PgPool,
+    listener: TcpListener,
+    base: String,
+    extra_env: &[(&str, &str)],
+    file: Option<&str>,
+) -> TestApp {
+    capture_logs();
     let mut env: HashMap<String, String> = HashMap::new();
     env.insert(
         "STRAD_BIND".into(),
@@ -113,7 +132,7 @@ pub async fn spawn_app_on(
     for (key, value) in extra_env {
         env.insert(key.to_string(), value.to_string());
     }
-    let config = Config::from_sources(None, &env).expect("config");
+    let config = Config::from_sources(file, &env).expect("config");
     let connect = (*pool.connect_options()).clone();
     let listener = listener.into_std().expect("std listener");
     let (ready, is_ready) = oneshot::channel::<Option<Arc<LocalLinks>>>();
@@ -356,4 +375,65 @@ pub fn query_param(url: &str, key: &str) -> Option<String> {
         .query_pairs()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.into_owned())
+}
+
+static LOGS: std::sync::OnceLock<Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+
+#[derive(Clone)]
+struct LogWriter(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sends every log line of this test process (all the strads it runs) to a buffer that
+/// tests can search.
+fn capture_logs() {
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = LogWriter(buffer.clone());
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("warn,strad_app=info,strad_server=info")
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .try_init();
+        buffer
+    });
+}
+
+/// Every log line so far that contains all of `needles`.
+pub fn log_lines(needles: &[&str]) -> Vec<String> {
+    let logs = LOGS.get().expect("logs captured").lock().unwrap();
+    String::from_utf8_lossy(&logs)
+        .lines()
+        .filter(|line| needles.iter().all(|n| line.contains(n)))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Polls `check` until it returns `Some`, or panics after `seconds`.
+pub async fn eventually<T, F, Fut>(seconds: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(seconds);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Calls a server function the way the hydrated console does (form body, JSON answer).
+pub async fn server_fn(app: &TestApp, client: &reqwest::Client, name: &str, form: &[(&str, &str)]) -> reqwest::Response {
+    client.post(app.url(&format!("/api/{name}"))).form(form).send().await.unwrap()
 }

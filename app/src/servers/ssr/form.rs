@@ -104,7 +104,7 @@ mod tests {
             "ftp://x/mcp",
             "javascript:alert(1)",
             "http://u:p@x/mcp",
-            "http:///mcp",
+            "http://",
             "x",
             "http://x/mcp#f",
             "file:///etc/passwd",
