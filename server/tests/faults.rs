@@ -54,7 +54,7 @@ async fn a_server_down_at_registration_is_reported_and_others_work(pool: PgPool)
 
     // The page shows the failure too.
     let page = admin.get(app.url("/admin/servers/down")).send().await.unwrap().text().await.unwrap();
-    assert!(page.contains("failing: could not connect"), "the server page says why");
+    assert!(page.contains("failing: could not connect"), "the server page says why: {page}");
 }
 
 #[sqlx::test(migrations = false)]

@@ -76,7 +76,7 @@ pub fn StatusBadge(status: ServerStatus) -> impl IntoView {
             view! { <span class="status">"not discovered yet"</span> }.into_any()
         }
         ServerStatus::Failing(error) => {
-            view! { <span class="status status-error" role="status">"failing: " {error}</span> }
+            view! { <span class="status status-error" role="status">{format!("failing: {error}")}</span> }
                 .into_any()
         }
     }

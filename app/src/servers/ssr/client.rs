@@ -297,11 +297,22 @@ impl Hub {
     }
 }
 
+/// The innermost cause of an error ("Connection refused"), which is what a person can act
+/// on; the wrapper chain of transport types above it is noise.
+fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = err;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    let text = cause.to_string();
+    if text.chars().count() > 200 { format!("{}…", text.chars().take(200).collect::<String>()) } else { text }
+}
+
 async fn connect(
     handler: Handler,
     endpoint: &Endpoint,
 ) -> Result<RunningService<RoleClient, Handler>, McpError> {
-    let connect_error = |err: &dyn std::fmt::Display| McpError::Connect(err.to_string());
+    let connect_error = |err: &(dyn std::error::Error + 'static)| McpError::Connect(root_cause(err));
     match endpoint {
         Endpoint::Http { url } => {
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
@@ -342,7 +353,7 @@ fn service_error(err: ServiceError) -> McpError {
         ServiceError::McpError(data) => McpError::Server(data.message.to_string()),
         ServiceError::UnexpectedResponse => McpError::Malformed("unexpected response type".into()),
         ServiceError::Timeout { timeout } => McpError::Timeout(timeout),
-        other => McpError::Transport(other.to_string()),
+        other => McpError::Transport(root_cause(&other)),
     }
 }
 
