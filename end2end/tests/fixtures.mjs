@@ -92,7 +92,32 @@ async function startStrad() {
   return strad;
 }
 
+/** strad's own MCP test server (support/test-mcp-server.mjs) on a free loopback port. */
+async function startTestMcpServer() {
+  const child = spawn(process.execPath, [path.join(root, 'end2end', 'support', 'test-mcp-server.mjs')], {
+    env: { ...process.env, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const line = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the test MCP server did not start')), 15_000);
+    createInterface({ input: child.stdout }).once('line', (first) => { clearTimeout(timer); resolve(first); });
+  });
+  const { url, port } = JSON.parse(line);
+  return {
+    url,
+    control: (body) => fetch(`http://127.0.0.1:${port}/control`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    }),
+    stop: () => new Promise((resolve) => { child.once('exit', resolve); child.kill('SIGTERM'); }),
+  };
+}
+
 export const test = base.extend({
+  mcp: [async ({}, use) => {
+    const server = await startTestMcpServer();
+    await use(server);
+    await server.stop();
+  }, { scope: 'worker' }],
   strad: [async ({}, use) => {
     const strad = await startStrad();
     await use(strad);

@@ -16,7 +16,13 @@ async fn admin(app: &TestApp) -> reqwest::Client {
 }
 
 async fn register(app: &TestApp, admin: &reqwest::Client, slug: &str, url: &str) {
-    let form = [("slug", slug), ("display_name", slug), ("url", url), ("cap_tools", "on"), ("cap_apps", "on")];
+    let form = [
+        ("slug", slug),
+        ("display_name", slug),
+        ("url", url),
+        ("cap_tools", "on"),
+        ("cap_apps", "on"),
+    ];
     let response = server_fn(app, admin, "servers/register", &form).await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
 }
@@ -43,8 +49,13 @@ async fn a_server_down_at_registration_is_reported_and_others_work(pool: PgPool)
     let closed = format!("http://127.0.0.1:{}/mcp", free_port());
     register(&app, &admin, "down", &closed).await;
     let status_down = status(&app, &admin, "down").await;
-    let failing = status_down["Failing"].as_str().unwrap_or_else(|| panic!("{status_down}"));
-    assert!(failing.contains("could not connect"), "{failing}");
+    let failing = status_down["Failing"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{status_down}"));
+    assert!(
+        failing.contains("could not connect") && failing.contains("connection refused"),
+        "{failing}"
+    );
     assert!(!log_lines(&["ERROR", "down", "discovery failed"]).is_empty());
 
     let healthy = TestServer::start().await;
@@ -53,8 +64,18 @@ async fn a_server_down_at_registration_is_reported_and_others_work(pool: PgPool)
     still_serving(&app).await;
 
     // The page shows the failure too.
-    let page = admin.get(app.url("/admin/servers/down")).send().await.unwrap().text().await.unwrap();
-    assert!(page.contains("failing: could not connect"), "the server page says why: {page}");
+    let page = admin
+        .get(app.url("/admin/servers/down"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("failing: could not connect"),
+        "the server page says why: {page}"
+    );
 }
 
 #[sqlx::test(migrations = false)]
@@ -66,9 +87,18 @@ async fn a_server_that_dies_is_reached_again_after_it_restarts(pool: PgPool) {
     register(&app, &admin, "phoenix", &server.url).await;
     assert_eq!(status(&app, &admin, "phoenix").await, "Ok");
 
-    server.control(json!({"fault": {"kind": "die", "on": "tools/list"}})).await;
+    server
+        .control(json!({"fault": {"kind": "die", "on": "tools/list"}}))
+        .await;
     let outcome = refresh(&app, &admin, "phoenix").await;
-    assert!(outcome["error"].as_str().is_some_and(|e| e.contains("connection failed") || e.contains("could not connect")), "{outcome}");
+    assert!(
+        outcome["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("connection failed")
+                || e.contains("could not connect")
+                || e.contains("closed the connection")),
+        "{outcome}"
+    );
     server.wait_exit().await;
     still_serving(&app).await;
 
@@ -89,11 +119,21 @@ async fn a_hanging_server_times_out_and_then_works(pool: PgPool) {
     let server = TestServer::start().await;
     register(&app, &admin, "sloth", &server.url).await;
 
-    server.control(json!({"fault": {"kind": "hang", "on": "tools/list"}})).await;
+    server
+        .control(json!({"fault": {"kind": "hang", "on": "tools/list"}}))
+        .await;
     let started = std::time::Instant::now();
     let outcome = refresh(&app, &admin, "sloth").await;
-    assert!(outcome["error"].as_str().is_some_and(|e| e.contains("no answer within 1s")), "{outcome}");
-    assert!(started.elapsed() < std::time::Duration::from_secs(10), "bounded by the timeout");
+    assert!(
+        outcome["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no answer within 1s")),
+        "{outcome}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "bounded by the timeout"
+    );
     assert!(status(&app, &admin, "sloth").await["Failing"].is_string());
     still_serving(&app).await;
 
@@ -107,19 +147,37 @@ async fn a_resource_over_the_byte_limit_is_a_problem_of_that_resource(pool: PgPo
     let app = spawn_app(pool).await;
     let admin = admin(&app).await;
     let server = TestServer::start().await;
-    server.control(json!({"fault": {"kind": "huge", "on": "resources/read"}})).await;
+    server
+        .control(json!({"fault": {"kind": "huge", "on": "resources/read"}}))
+        .await;
     register(&app, &admin, "bloat", &server.url).await;
     let response = server_fn(&app, &admin, "servers/get", &[("slug", "bloat")]).await;
     let detail: Value = response.json().await.unwrap();
-    assert_eq!(detail["summary"]["status"], "Ok", "the server itself is fine");
+    assert_eq!(
+        detail["summary"]["status"], "Ok",
+        "the server itself is fine"
+    );
     let problems = detail["problems"].to_string();
-    assert!(problems.contains("resource ui://test/widget.html") && problems.contains("limit"), "{problems}");
+    assert!(
+        problems.contains("resource ui://test/widget.html") && problems.contains("limit"),
+        "{problems}"
+    );
     assert!(detail["tools"].as_array().unwrap().len() >= 4);
 
     server.control(json!({"fault": null})).await;
     refresh(&app, &admin, "bloat").await;
-    let detail: Value = server_fn(&app, &admin, "servers/get", &[("slug", "bloat")]).await.json().await.unwrap();
-    assert!(detail["apps"].as_array().unwrap().iter().any(|a| a["uri"] == "ui://test/widget.html"));
+    let detail: Value = server_fn(&app, &admin, "servers/get", &[("slug", "bloat")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        detail["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["uri"] == "ui://test/widget.html")
+    );
 }
 
 #[sqlx::test(migrations = false)]
@@ -129,10 +187,17 @@ async fn malformed_json_is_an_error_and_the_next_healthy_answer_works(pool: PgPo
     let server = TestServer::start().await;
     register(&app, &admin, "garbled", &server.url).await;
 
-    server.control(json!({"fault": {"kind": "garbage", "on": "tools/list"}})).await;
+    server
+        .control(json!({"fault": {"kind": "garbage", "on": "tools/list"}}))
+        .await;
     let outcome = refresh(&app, &admin, "garbled").await;
-    let error = outcome["error"].as_str().unwrap_or_else(|| panic!("{outcome}"));
-    assert!(error.contains("connection failed") || error.contains("malformed"), "{error}");
+    let error = outcome["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{outcome}"));
+    assert!(
+        error.contains("connection failed") || error.contains("malformed"),
+        "{error}"
+    );
     still_serving(&app).await;
 
     server.control(json!({"fault": null})).await;

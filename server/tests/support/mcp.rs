@@ -15,18 +15,32 @@ pub fn end2end_dir() -> PathBuf {
 /// Path of an npm bin in end2end/node_modules.
 pub fn npm_bin(name: &str) -> String {
     let path = end2end_dir().join("node_modules/.bin").join(name);
-    assert!(path.exists(), "{} is missing: run `npm ci --prefix end2end`", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm ci --prefix end2end`",
+        path.display()
+    );
     path.canonicalize().unwrap().to_string_lossy().into_owned()
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn wait_for_port(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port} after 30 s");
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "nothing listens on {port} after 30 s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -42,14 +56,22 @@ impl ExampleServer {
         let port = free_port();
         let child = Command::new(npm_bin(bin))
             .env("PORT", port.to_string())
-            .arg(format!("--log-file={}", std::env::temp_dir().join(format!("strad-debug-{port}.log")).display()))
+            .arg(format!(
+                "--log-file={}",
+                std::env::temp_dir()
+                    .join(format!("strad-debug-{port}.log"))
+                    .display()
+            ))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .expect("the example server starts");
         wait_for_port(port).await;
-        ExampleServer { url: format!("http://127.0.0.1:{port}/mcp"), _child: child }
+        ExampleServer {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            _child: child,
+        }
     }
 }
 
@@ -94,12 +116,22 @@ impl TestServer {
     }
 
     pub async fn control(&self, body: serde_json::Value) {
-        let status = reqwest::Client::new().post(&self.control).json(&body).send().await.unwrap().status();
+        let status = reqwest::Client::new()
+            .post(&self.control)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .status();
         assert_eq!(status, 204, "control {body}");
     }
 
     pub async fn state(&self) -> Option<serde_json::Value> {
-        let response = reqwest::Client::new().get(&self.control).send().await.ok()?;
+        let response = reqwest::Client::new()
+            .get(&self.control)
+            .send()
+            .await
+            .ok()?;
         response.json().await.ok()
     }
 

@@ -428,12 +428,25 @@ where
         if let Some(value) = check().await {
             return value;
         }
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 /// Calls a server function the way the hydrated console does (form body, JSON answer).
-pub async fn server_fn(app: &TestApp, client: &reqwest::Client, name: &str, form: &[(&str, &str)]) -> reqwest::Response {
-    client.post(app.url(&format!("/api/{name}"))).form(form).send().await.unwrap()
+pub async fn server_fn(
+    app: &TestApp,
+    client: &reqwest::Client,
+    name: &str,
+    form: &[(&str, &str)],
+) -> reqwest::Response {
+    client
+        .post(app.url(&format!("/api/{name}")))
+        .form(form)
+        .send()
+        .await
+        .unwrap()
 }
