@@ -29,6 +29,7 @@
 // {"error": "..."} for a bad body (then nothing is applied).
 //   {"reset": true}        back to the initial tools, HTML and no fault
 //                          (sends both list_changed notifications)
+//   {"notify": false}       with any of the below: change without sending list_changed
 //   {"html": "<!doctype html>..."}
 //                          replaces ui://test/widget.html's text; sends
 //                          notifications/resources/list_changed
@@ -479,7 +480,7 @@ async function handleMcp(req, res) {
 
 function validateControl(body) {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return 'body must be a JSON object';
-  const known = ['reset', 'html', 'addTool', 'removeTool', 'describe', 'fault'];
+  const known = ['reset', 'notify', 'html', 'addTool', 'removeTool', 'describe', 'fault'];
   const unknown = Object.keys(body).filter((k) => !known.includes(k));
   if (unknown.length) return `unknown key(s): ${unknown.join(', ')}`;
   if ('html' in body && typeof body.html !== 'string') return 'html must be a string';
@@ -577,6 +578,8 @@ async function handleControl(req, res) {
     state.fault = f && f.kind != null ? { kind: f.kind, on: f.on } : null;
     log(state.fault ? `fault set: ${state.fault.kind} on ${state.fault.on}` : 'fault cleared');
   }
+  // `"notify": false` changes things silently, as a server without notifications would.
+  if (body.notify === false) toolsChanged = resourcesChanged = false;
   if (toolsChanged) broadcast('tools');
   if (resourcesChanged) broadcast('resources');
   res.writeHead(204);

@@ -332,3 +332,47 @@ async fn without_the_apps_capability_ui_resources_are_never_fetched(pool: PgPool
         "the server is alive: nothing was read"
     );
 }
+
+#[sqlx::test(migrations = false)]
+async fn periodic_discovery_sees_a_change_the_server_did_not_announce(pool: PgPool) {
+    let app = {
+        let (listener, base) = bind().await;
+        spawn_app_on(
+            pool,
+            listener,
+            base,
+            &[("STRAD_DISCOVERY_INTERVAL_SECONDS", "1")],
+        )
+        .await
+    };
+    let admin = admin(&app).await;
+    let server = TestServer::start().await;
+    register(&app, &admin, "quiet", &server.url, true).await;
+    let before = app_changes(&app.pool, "quiet").await.len();
+    server
+        .control(json!({"notify": false, "html": "<!doctype html><p>silently changed</p>"}))
+        .await;
+    let events = eventually(20, "periodic discovery", || async {
+        let events = app_changes(&app.pool, "quiet").await;
+        (events.len() > before).then_some(events)
+    })
+    .await;
+    assert_eq!(events.len(), before + 1);
+    assert_eq!(events.last().unwrap()["item"], "ui://test/widget.html");
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_configured_server_that_is_down_at_start_is_failing_and_strad_runs(pool: PgPool) {
+    let file = "[[servers]]\nslug = \"ghost\"\ncommand = [\"/nonexistent/strad-test-server\"]\ncapabilities = [\"tools\"]\n";
+    let app = spawn_app_with_file(pool, file, &[]).await;
+    let admin = admin(&app).await;
+    let status = eventually(20, "the start-up discovery", || async {
+        let d = detail(&app, &admin, "ghost").await;
+        d["summary"]["status"]["Failing"]
+            .as_str()
+            .map(str::to_owned)
+    })
+    .await;
+    assert!(status.contains("could not connect"), "{status}");
+    assert_eq!(app.get("/healthz").await.status(), 200);
+}
