@@ -4,11 +4,13 @@
 
 pub mod audit;
 pub mod auth;
+pub mod entitlements;
 pub mod error;
 pub mod pages;
 pub mod servers;
 pub mod shell;
 #[cfg(feature = "ssr")]
 pub mod state;
+pub mod tokens;
 
 pub use shell::{App, shell};

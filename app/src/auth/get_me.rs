@@ -10,6 +10,8 @@ pub struct Me {
     pub email: String,
     pub name: Option<String>,
     pub roles: Vec<Role>,
+    /// Signed in from a login token: may view, may not call tools.
+    pub token_session: bool,
 }
 
 impl Me {

@@ -2,12 +2,18 @@
 
 mod admin;
 mod app_changes;
+mod audit_page;
 mod error_pages;
 mod home;
 mod people;
 mod sign_in;
+mod tokens_page;
 
-pub use admin::{AdminServerPage, AdminServersPage};
+pub use admin::{
+    AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage,
+};
+pub use audit_page::AuditPage;
+pub use tokens_page::TokensPage;
 pub use app_changes::AppChangesPage;
 pub use error_pages::{ErrorPage, ForbiddenPage, NotFoundPage, UnauthorizedPage};
 pub use home::HomePage;

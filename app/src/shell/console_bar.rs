@@ -26,13 +26,16 @@ pub fn ConsoleBar() -> impl IntoView {
                                 <ul>
                                     <li><a href="/">"Home"</a></li>
                                     {is_admin.then(|| view! { <li><a href="/admin/servers">"Servers"</a></li> })}
+                                    {is_admin.then(|| view! { <li><a href="/admin/entitlements">"Entitlements"</a></li> })}
                                     {is_admin.then(|| view! { <li><a href="/people">"People"</a></li> })}
+                                    {(is_admin || is_auditor).then(|| view! { <li><a href="/audit">"Audit log"</a></li> })}
                                     {(is_admin || is_auditor).then(|| view! { <li><a href="/audit/app-changes">"App changes"</a></li> })}
                                 </ul>
                             </nav>
                             <div class="person">
                                 <span class="email" data-testid="signed-in-email">{me.email.clone()}</span>
                                 <ul class="roles" aria-label="Your roles">{roles}</ul>
+                                <a href="/tokens">"Tokens"</a>
                                 <form method="post" action="/auth/sign-out">
                                     <button type="submit">"Sign out"</button>
                                 </form>

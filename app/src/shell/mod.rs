@@ -18,8 +18,8 @@ pub use theme::{Theme, ThemeToggle};
 
 use crate::auth::get_me;
 use crate::pages::{
-    AdminServerPage, AdminServersPage, AppChangesPage, HomePage, NotFoundPage, PeoplePage,
-    SignInPage,
+    AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage, AppChangesPage,
+    AuditPage, HomePage, NotFoundPage, PeoplePage, SignInPage, TokensPage,
 };
 
 /// The HTML document around the app. `theme` comes from the person's saved choice so the
@@ -73,6 +73,11 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/people") view=PeoplePage ssr=SsrMode::Async />
                     <Route path=path!("/admin/servers") view=AdminServersPage ssr=SsrMode::Async />
                     <Route path=path!("/admin/servers/:slug") view=AdminServerPage ssr=SsrMode::Async />
+                    <Route path=path!("/admin/servers/:slug/policy") view=AdminPolicyPage ssr=SsrMode::Async />
+                    <Route path=path!("/admin/entitlements") view=AdminEntitlementsPage ssr=SsrMode::Async />
+                    <Route path=path!("/admin/tokens") view=AdminTokensPage ssr=SsrMode::Async />
+                    <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async />
+                    <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
                     <Route path=path!("/audit/app-changes") view=AppChangesPage ssr=SsrMode::Async />
                 </Routes>
             </main>

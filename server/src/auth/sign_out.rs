@@ -3,6 +3,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use tower_sessions::Session;
 
+use app::audit::ssr::writer;
+use app::auth::ssr::context::RequestContext;
+
 use crate::startup::ServerState;
 
 /// POST /auth/sign-out: deletes the session row and its cookie. Refused when the request
@@ -14,6 +17,19 @@ pub async fn sign_out(
 ) -> Response {
     if !is_same_origin(&headers, &state.config.http.public_origin()) {
         return (StatusCode::FORBIDDEN, "cross-site request refused").into_response();
+    }
+    // Who is leaving, for the audit log; an anonymous sign-out records nothing.
+    if let Ok(Some(ctx)) = RequestContext::from_session(&state.app.pool, &session).await {
+        let mut conn = match state.app.pool.acquire().await {
+            Ok(conn) => conn,
+            Err(err) => {
+                tracing::error!(error.message = %err, "could not record the sign-out");
+                return StatusCode::SERVICE_UNAVAILABLE.into_response();
+            }
+        };
+        if let Err(err) = writer::append(&mut conn, &ctx.actor(), "sign_out", None, &serde_json::json!({})).await {
+            tracing::error!(error.message = %err, "could not record the sign-out");
+        }
     }
     if let Err(err) = session.flush().await {
         tracing::error!(error.message = %err, "could not delete the session");

@@ -4,7 +4,7 @@
 use sqlx::PgPool;
 use tower_sessions::Session;
 
-use super::session::{PERSON_KEY, SessionPerson};
+use super::session::{PERSON_KEY, SessionKind, SessionPerson};
 use super::users::{self, UserRow};
 use crate::auth::{Me, Role};
 use crate::error::{AppError, Responder};
@@ -14,6 +14,7 @@ use crate::state::AppState;
 pub struct RequestContext {
     pub user: UserRow,
     pub roles: Vec<Role>,
+    pub session_kind: SessionKind,
 }
 
 impl RequestContext {
@@ -30,7 +31,7 @@ impl RequestContext {
             return Ok(None);
         };
         let roles = users::roles_of(pool, user.id).await?;
-        Ok(Some(Self { user, roles }))
+        Ok(Some(Self { user, roles, session_kind: person.kind }))
     }
 
     /// The context of the current Leptos request (server function or page render).
@@ -84,6 +85,7 @@ impl RequestContext {
             email: self.user.email.clone(),
             name: self.user.display_name.clone(),
             roles: self.roles.clone(),
+            token_session: self.session_kind == SessionKind::Token,
         }
     }
 }

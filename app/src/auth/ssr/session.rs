@@ -11,4 +11,17 @@ pub const PERSON_KEY: &str = "strad.person";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionPerson {
     pub user_id: Uuid,
+    #[serde(default)]
+    pub kind: SessionKind,
+}
+
+/// How the session was signed in (SPEC §3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionKind {
+    /// Through the identity provider (or local mode's link).
+    #[default]
+    Browser,
+    /// From a personal login token (`?token=` on a console URL): may view, may not call
+    /// tools through the playground or an app.
+    Token,
 }

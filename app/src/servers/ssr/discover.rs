@@ -172,6 +172,8 @@ async fn commit(
         let payload = serde_json::to_value(change).unwrap_or(Value::Null);
         writer::append(&mut tx, actor, "app_change", Some(slug), &payload).await?;
     }
+    // A read-only mark holds for the definition it was made on (SPEC §5).
+    crate::entitlements::ssr::marks::clear_stale(&mut tx, slug).await?;
     tx.commit().await?;
 
     for change in &found {

@@ -1,0 +1,104 @@
+//! Entitlement queries: a slug granted to a person (email) or to a whole email domain.
+
+use sqlx::{FromRow, PgExecutor};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// Who a grant is for. Both are stored lower-cased.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Grantee {
+    Person(String),
+    Domain(String),
+}
+
+impl Grantee {
+    pub fn describe(&self) -> String {
+        match self {
+            Grantee::Person(email) => email.clone(),
+            Grantee::Domain(domain) => format!("everyone at {domain}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, FromRow)]
+pub struct GrantRow {
+    pub id: i64,
+    pub slug: String,
+    pub email: Option<String>,
+    pub domain: Option<String>,
+    pub granted_at: OffsetDateTime,
+}
+
+/// Grants a slug; granting one that exists changes nothing. Returns the new row, if any.
+pub async fn grant(
+    db: impl PgExecutor<'_>,
+    slug: &str,
+    grantee: &Grantee,
+    by: Uuid,
+) -> Result<Option<GrantRow>, sqlx::Error> {
+    let (email, domain) = match grantee {
+        Grantee::Person(email) => (Some(email.to_lowercase()), None),
+        Grantee::Domain(domain) => (None, Some(domain.to_lowercase())),
+    };
+    sqlx::query_as::<_, GrantRow>(
+        "INSERT INTO entitlements (slug, email, domain, granted_by) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING
+         RETURNING id, slug, email, domain, granted_at",
+    )
+    .bind(slug)
+    .bind(email)
+    .bind(domain)
+    .bind(by)
+    .fetch_optional(db)
+    .await
+}
+
+/// Deletes a grant; returns it when it existed.
+pub async fn revoke(db: impl PgExecutor<'_>, id: i64) -> Result<Option<GrantRow>, sqlx::Error> {
+    sqlx::query_as::<_, GrantRow>(
+        "DELETE FROM entitlements WHERE id = $1 RETURNING id, slug, email, domain, granted_at",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<GrantRow>, sqlx::Error> {
+    sqlx::query_as::<_, GrantRow>(
+        "SELECT id, slug, email, domain, granted_at FROM entitlements
+         ORDER BY slug, domain NULLS LAST, email",
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Whether `email` may reach `slug`: a grant to the address or to its domain, on a server
+/// that exists and is enabled.
+pub async fn is_entitled(db: impl PgExecutor<'_>, email: &str, slug: &str) -> Result<bool, sqlx::Error> {
+    let email = email.to_lowercase();
+    let domain = email.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    sqlx::query_scalar(
+        "SELECT EXISTS (
+            SELECT 1 FROM entitlements e JOIN servers s ON s.slug = e.slug
+            WHERE e.slug = $1 AND s.enabled AND (e.email = $2 OR e.domain = $3))",
+    )
+    .bind(slug)
+    .bind(&email)
+    .bind(&domain)
+    .fetch_one(db)
+    .await
+}
+
+/// The enabled servers `email` may reach, with display names, by slug.
+pub async fn reachable(db: impl PgExecutor<'_>, email: &str) -> Result<Vec<(String, String)>, sqlx::Error> {
+    let email = email.to_lowercase();
+    let domain = email.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    sqlx::query_as(
+        "SELECT DISTINCT s.slug, s.display_name FROM entitlements e JOIN servers s ON s.slug = e.slug
+         WHERE s.enabled AND (e.email = $1 OR e.domain = $2) ORDER BY s.slug",
+    )
+    .bind(&email)
+    .bind(&domain)
+    .fetch_all(db)
+    .await
+}

@@ -1,0 +1,67 @@
+//! The admin's read-only marks (SPEC §5). A mark holds the tool's fingerprint at the time:
+//! when discovery sees a new fingerprint, the mark is cleared (and the clearing audited).
+
+use serde_json::json;
+use sqlx::{PgConnection, PgExecutor};
+use uuid::Uuid;
+
+use crate::audit::ssr::writer::{self, Actor};
+
+/// Marks `tool` read-only at its current fingerprint `digest`.
+pub async fn mark(db: impl PgExecutor<'_>, slug: &str, tool: &str, digest: &str, by: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO read_only_marks (slug, tool, digest, marked_by) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (slug, tool) DO UPDATE SET digest = EXCLUDED.digest,
+            marked_by = EXCLUDED.marked_by, marked_at = now()",
+    )
+    .bind(slug)
+    .bind(tool)
+    .bind(digest)
+    .bind(by)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Removes a mark; returns whether there was one.
+pub async fn unmark(db: impl PgExecutor<'_>, slug: &str, tool: &str) -> Result<bool, sqlx::Error> {
+    let result = sqlx::query("DELETE FROM read_only_marks WHERE slug = $1 AND tool = $2")
+        .bind(slug)
+        .bind(tool)
+        .execute(db)
+        .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Tools of `slug` marked read-only at their current fingerprint.
+pub async fn marked(db: impl PgExecutor<'_>, slug: &str) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT m.tool FROM read_only_marks m
+         JOIN server_items i ON i.slug = m.slug AND i.kind = 'tool' AND i.key = m.tool AND i.digest = m.digest
+         WHERE m.slug = $1 ORDER BY m.tool",
+    )
+    .bind(slug)
+    .fetch_all(db)
+    .await
+}
+
+/// Clears every mark whose tool changed fingerprint or disappeared, auditing each; runs in
+/// discovery's transaction, after the new items are stored.
+pub async fn clear_stale(conn: &mut PgConnection, slug: &str) -> Result<Vec<String>, sqlx::Error> {
+    let cleared: Vec<(String, String)> = sqlx::query_as(
+        "DELETE FROM read_only_marks m
+         WHERE m.slug = $1 AND NOT EXISTS (
+            SELECT 1 FROM server_items i
+            WHERE i.slug = m.slug AND i.kind = 'tool' AND i.key = m.tool AND i.digest = m.digest)
+         RETURNING m.tool, m.digest",
+    )
+    .bind(slug)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (tool, digest) in &cleared {
+        let payload = json!({"tool": tool, "marked_digest": digest, "reason": "the tool's definition changed"});
+        writer::append(conn, &Actor::system(), "read_only_mark_cleared", Some(slug), &payload).await?;
+        tracing::warn!(server.slug = %slug, tool = %tool, "read-only mark cleared: the tool's definition changed");
+    }
+    Ok(cleared.into_iter().map(|(tool, _)| tool).collect())
+}

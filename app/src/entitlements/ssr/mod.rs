@@ -1,0 +1,4 @@
+pub mod authorize;
+pub mod grants;
+pub mod marks;
+pub mod policies;

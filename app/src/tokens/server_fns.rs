@@ -1,0 +1,107 @@
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AppError;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenView {
+    pub id: String,
+    pub owner: String,
+    pub name: String,
+    pub created: String,
+    pub expires: String,
+    pub last_used: Option<String>,
+    pub revoked: bool,
+    pub expired: bool,
+}
+
+/// A token as minted: the only time its secret leaves the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MintedToken {
+    pub token: TokenView,
+    pub secret: String,
+}
+
+#[cfg(feature = "ssr")]
+fn view(row: &super::ssr::store::TokenRow, owner: &str) -> TokenView {
+    use crate::servers::ssr::views::format_time;
+    TokenView {
+        id: row.id.to_string(),
+        owner: owner.to_owned(),
+        name: row.name.clone(),
+        created: format_time(row.created_at),
+        expires: format_time(row.expires_at),
+        last_used: row.last_used_at.map(format_time),
+        revoked: row.revoked_at.is_some(),
+        expired: row.expires_at <= time::OffsetDateTime::now_utc(),
+    }
+}
+
+/// Mints a token for the signed-in person (a browser session only: a token cannot mint
+/// more tokens). Audited; the secret is in the answer and nowhere else.
+#[server(prefix = "/api", endpoint = "tokens/mint")]
+pub async fn mint_token(name: String, days: u32) -> Result<MintedToken, AppError> {
+    use crate::auth::ssr::context::RequestContext;
+    use crate::auth::ssr::session::SessionKind;
+    use crate::error::Responder;
+    let state = crate::state::AppState::from_context()?;
+    let responder = Responder::capture();
+    let ctx = RequestContext::require().await?;
+    if ctx.session_kind == SessionKind::Token {
+        return Err(responder.fail(AppError::Forbidden));
+    }
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 80 || name.chars().any(char::is_control) {
+        return Err(responder.fail(AppError::Invalid { field: "name".into() }));
+    }
+    if !(1..=365).contains(&days) {
+        return Err(responder.fail(AppError::Invalid { field: "days".into() }));
+    }
+    let mut tx = state.pool.begin().await?;
+    let (row, secret) = super::ssr::store::mint(&mut *tx, ctx.user.id, name, time::Duration::days(days.into())).await?;
+    let payload = serde_json::json!({"token_id": row.id, "name": row.name, "expires_at": view(&row, "").expires});
+    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_minted", None, &payload).await?;
+    tx.commit().await?;
+    Ok(MintedToken { token: view(&row, &ctx.user.email), secret: secret.expose().to_owned() })
+}
+
+/// The signed-in person's own tokens.
+#[server(prefix = "/api", endpoint = "tokens/mine")]
+pub async fn list_my_tokens() -> Result<Vec<TokenView>, AppError> {
+    use crate::auth::ssr::context::RequestContext;
+    let state = crate::state::AppState::from_context()?;
+    let ctx = RequestContext::require().await?;
+    let rows = super::ssr::store::list(&state.pool, Some(ctx.user.id)).await?;
+    Ok(rows.iter().map(|(row, email)| view(row, email)).collect())
+}
+
+/// Every token of everyone. Admins only.
+#[server(prefix = "/api", endpoint = "tokens/all")]
+pub async fn list_all_tokens() -> Result<Vec<TokenView>, AppError> {
+    use crate::auth::Role;
+    use crate::auth::ssr::context::RequestContext;
+    let state = crate::state::AppState::from_context()?;
+    RequestContext::require_role(Role::Admin).await?;
+    let rows = super::ssr::store::list(&state.pool, None).await?;
+    Ok(rows.iter().map(|(row, email)| view(row, email)).collect())
+}
+
+/// Revokes a token: a person their own, an admin anyone's. Audited.
+#[server(prefix = "/api", endpoint = "tokens/revoke")]
+pub async fn revoke_token(id: String) -> Result<(), AppError> {
+    use crate::auth::Role;
+    use crate::auth::ssr::context::RequestContext;
+    use crate::error::Responder;
+    let state = crate::state::AppState::from_context()?;
+    let responder = Responder::capture();
+    let ctx = RequestContext::require().await?;
+    let id: uuid::Uuid = id.parse().map_err(|_| responder.fail(AppError::NotFound))?;
+    let owner = if ctx.roles.contains(&Role::Admin) { None } else { Some(ctx.user.id) };
+    let mut tx = state.pool.begin().await?;
+    // Someone else's token answers like a missing one.
+    let row = super::ssr::store::revoke(&mut *tx, id, owner).await?.ok_or_else(|| responder.fail(AppError::NotFound))?;
+    let payload = serde_json::json!({"token_id": row.id, "name": row.name, "owner_id": row.user_id});
+    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_revoked", None, &payload).await?;
+    tx.commit().await?;
+    Ok(())
+}

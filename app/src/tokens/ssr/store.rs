@@ -1,0 +1,111 @@
+//! Login token queries. The secret exists in memory only while it is minted and shown;
+//! the table holds its SHA-256.
+
+use base64::Engine;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use sqlx::{FromRow, PgExecutor};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// Prefix of every token, so a leaked one is recognisable (and greppable) as strad's.
+pub const PREFIX: &str = "strad_";
+
+/// A freshly minted secret. Not `Serialize`, and `Debug` is redacted.
+pub struct TokenSecret(String);
+
+impl TokenSecret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for TokenSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenSecret([redacted])")
+    }
+}
+
+#[derive(Clone, Debug, FromRow)]
+pub struct TokenRow {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    pub name: String,
+    pub created_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+    pub last_used_at: Option<OffsetDateTime>,
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+pub fn hash(secret: &str) -> Vec<u8> {
+    Sha256::digest(secret.as_bytes()).to_vec()
+}
+
+pub async fn mint(
+    db: impl PgExecutor<'_>,
+    user_id: Uuid,
+    name: &str,
+    lifetime: time::Duration,
+) -> Result<(TokenRow, TokenSecret), sqlx::Error> {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let secret = format!("{PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes));
+    let row = sqlx::query_as::<_, TokenRow>(
+        "INSERT INTO login_tokens (user_id, name, hash, expires_at) VALUES ($1, $2, $3, now() + $4)
+         RETURNING id, user_id, name, created_at, expires_at, last_used_at, revoked_at",
+    )
+    .bind(user_id)
+    .bind(name)
+    .bind(hash(&secret))
+    .bind(lifetime)
+    .fetch_one(db)
+    .await?;
+    Ok((row, TokenSecret(secret)))
+}
+
+/// The live token with this secret (not revoked, not expired), marking it used.
+pub async fn verify(db: impl PgExecutor<'_>, secret: &str) -> Result<Option<TokenRow>, sqlx::Error> {
+    if !secret.starts_with(PREFIX) || secret.len() > 200 {
+        return Ok(None);
+    }
+    sqlx::query_as::<_, TokenRow>(
+        "UPDATE login_tokens SET last_used_at = now()
+         WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()
+         RETURNING id, user_id, name, created_at, expires_at, last_used_at, revoked_at",
+    )
+    .bind(hash(secret))
+    .fetch_optional(db)
+    .await
+}
+
+pub async fn list(db: impl PgExecutor<'_>, user_id: Option<Uuid>) -> Result<Vec<(TokenRow, String)>, sqlx::Error> {
+    #[derive(FromRow)]
+    struct WithEmail {
+        #[sqlx(flatten)]
+        token: TokenRow,
+        email: String,
+    }
+    let rows = sqlx::query_as::<_, WithEmail>(
+        "SELECT t.id, t.user_id, t.name, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, u.email
+         FROM login_tokens t JOIN users u ON u.id = t.user_id
+         WHERE $1::uuid IS NULL OR t.user_id = $1
+         ORDER BY t.created_at DESC",
+    )
+    .bind(user_id)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.token, r.email)).collect())
+}
+
+/// Revokes a token (of `owner` only, when given). Returns it when it was live.
+pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, owner: Option<Uuid>) -> Result<Option<TokenRow>, sqlx::Error> {
+    sqlx::query_as::<_, TokenRow>(
+        "UPDATE login_tokens SET revoked_at = now()
+         WHERE id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR user_id = $2)
+         RETURNING id, user_id, name, created_at, expires_at, last_used_at, revoked_at",
+    )
+    .bind(id)
+    .bind(owner)
+    .fetch_optional(db)
+    .await
+}
