@@ -55,5 +55,5 @@ CREATE TABLE audit_log (
     hash        bytea NOT NULL
 );
 
-CREATE INDEX audit_log_kind_at_idx ON audit_log (kind, at DESC, id DESC);
-CREATE INDEX audit_log_slug_at_idx ON audit_log (slug, at DESC, id DESC);
+CREATE INDEX audit_log_kind_idx ON audit_log (kind, id DESC);
+CREATE INDEX audit_log_slug_idx ON audit_log (slug, id DESC);

@@ -55,4 +55,4 @@ CREATE TABLE login_tokens (
 
 CREATE INDEX login_tokens_user_idx ON login_tokens (user_id);
 CREATE INDEX audit_log_actor_at_idx ON audit_log (lower(actor_email), id DESC);
-CREATE INDEX audit_log_at_idx ON audit_log (at DESC, id DESC);
+CREATE INDEX audit_log_at_idx ON audit_log (at);

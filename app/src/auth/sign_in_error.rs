@@ -20,10 +20,12 @@ pub enum SignInError {
     LocalLink,
     /// The issuer could not be reached.
     Unavailable,
+    /// A `?token=` that is not a live login token, or that came from another site.
+    LoginToken,
 }
 
 impl SignInError {
-    const ALL: [SignInError; 9] = [
+    const ALL: [SignInError; 10] = [
         Self::State,
         Self::Exchange,
         Self::Token,
@@ -33,6 +35,7 @@ impl SignInError {
         Self::Denied,
         Self::LocalLink,
         Self::Unavailable,
+        Self::LoginToken,
     ];
 
     pub fn code(self) -> &'static str {
@@ -46,6 +49,7 @@ impl SignInError {
             Self::Denied => "denied",
             Self::LocalLink => "local-link",
             Self::Unavailable => "unavailable",
+            Self::LoginToken => "login-token",
         }
     }
 
@@ -69,6 +73,10 @@ impl SignInError {
                  the server printed."
             }
             Self::Unavailable => "The identity provider could not be reached. Try again shortly.",
+            Self::LoginToken => {
+                "That login token is not valid, has expired or was revoked, or the link came \
+                 from another site."
+            }
         }
     }
 }

@@ -53,3 +53,184 @@ pub async fn tool_facts(pool: &PgPool, slug: &str, tool: &str) -> Result<Option<
         marked_read_only: marked,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::ssr::users::{self, UserRow, VerifiedIdentity};
+    use crate::entitlements::policy::{Policy, Refusal, ToolList, WritingRule};
+    use crate::entitlements::ssr::grants::Grantee;
+    use crate::entitlements::ssr::{grants, marks, policies};
+    use serde_json::json;
+
+    async fn person(pool: &PgPool, email: &str, kind: SessionKind) -> RequestContext {
+        let identity = VerifiedIdentity {
+            issuer: "https://issuer.test".into(),
+            subject: email.into(),
+            email: email.into(),
+            display_name: None,
+        };
+        let user: UserRow = users::upsert_user(pool, &identity).await.unwrap();
+        RequestContext { user, roles: vec![crate::auth::Role::Member], session_kind: kind }
+    }
+
+    /// A server `slug` with the tools: `reader` (readOnlyHint), `writer`, `app-only`
+    /// (visibility app, read-only), `model-only` (visibility model).
+    async fn server(pool: &PgPool, slug: &str) {
+        sqlx::query("INSERT INTO servers (slug, display_name, transport, url, source) VALUES ($1, $1, 'http', 'http://127.0.0.1:9/mcp', 'ui')")
+            .bind(slug)
+            .execute(pool)
+            .await
+            .unwrap();
+        for (name, visibility, hint) in [
+            ("reader", json!(["Model", "App"]), true),
+            ("writer", json!(["Model", "App"]), false),
+            ("app-only", json!(["App"]), true),
+            ("model-only", json!(["Model"]), true),
+        ] {
+            let visibility: Vec<String> = visibility.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_lowercase()).collect();
+            let info = json!({"name": name, "description": null, "resource_uri": null, "visibility": visibility,
+                "read_only_hint": hint, "annotations": null, "problem": null});
+            sqlx::query("INSERT INTO server_items (slug, kind, key, digest, size, body, info) VALUES ($1, 'tool', $2, $3, 1, '', $4)")
+                .bind(slug)
+                .bind(name)
+                .bind(format!("digest-of-{name}"))
+                .bind(info)
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+    }
+
+    async fn grant(pool: &PgPool, slug: &str, grantee: Grantee, by: &RequestContext) -> i64 {
+        grants::grant(pool, slug, &grantee, by.user.id).await.unwrap().unwrap().id
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn a_person_grant_entitles_that_person_only(pool: PgPool) {
+        server(&pool, "clock").await;
+        let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
+        let bob = person(&pool, "bob@example.com", SessionKind::Browser).await;
+        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        assert!(entitled_server(&pool, &alice, "clock").await.is_ok());
+        assert_eq!(entitled_server(&pool, &bob, "clock").await.unwrap_err(), AppError::Forbidden);
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn a_domain_grant_entitles_everyone_in_that_domain_and_nobody_else(pool: PgPool) {
+        server(&pool, "clock").await;
+        let admin = person(&pool, "root@corp.test", SessionKind::Browser).await;
+        grant(&pool, "clock", Grantee::Domain("corp.test".into()), &admin).await;
+        for (email, ok) in [("erin@corp.test", true), ("ERIN@Corp.Test", true), ("mallory@evilcorp.test", false), ("x@sub.corp.test", false), ("corp.test@other.test", false)] {
+            let ctx = person(&pool, email, SessionKind::Browser).await;
+            assert_eq!(entitled_server(&pool, &ctx, "clock").await.is_ok(), ok, "{email}");
+        }
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn a_revoked_grant_entitles_no_more(pool: PgPool) {
+        server(&pool, "clock").await;
+        let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
+        let id = grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        assert!(entitled_server(&pool, &alice, "clock").await.is_ok());
+        grants::revoke(&pool, id).await.unwrap();
+        assert_eq!(entitled_server(&pool, &alice, "clock").await.unwrap_err(), AppError::Forbidden);
+        assert_eq!(tool_call(&pool, &alice, "clock", "reader", Surface::Playground).await.unwrap_err(), AppError::Forbidden);
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn a_slug_that_does_not_exist_answers_exactly_like_one_not_granted(pool: PgPool) {
+        server(&pool, "clock").await;
+        let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
+        let missing = entitled_server(&pool, &alice, "no-such-server").await.unwrap_err();
+        let not_granted = entitled_server(&pool, &alice, "clock").await.unwrap_err();
+        assert_eq!(missing, not_granted);
+        assert_eq!(missing, AppError::Forbidden);
+        let missing = tool_call(&pool, &alice, "no-such-server", "reader", Surface::App).await.unwrap_err();
+        let not_granted = tool_call(&pool, &alice, "clock", "reader", Surface::App).await.unwrap_err();
+        assert_eq!((missing.clone(), missing.status()), (not_granted.clone(), not_granted.status()));
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn a_disabled_server_is_reached_by_nobody(pool: PgPool) {
+        server(&pool, "clock").await;
+        let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
+        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        sqlx::query("UPDATE servers SET enabled = false").execute(&pool).await.unwrap();
+        assert_eq!(entitled_server(&pool, &alice, "clock").await.unwrap_err(), AppError::Forbidden);
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn a_token_session_may_not_call_tools_from_the_playground_or_an_app(pool: PgPool) {
+        server(&pool, "clock").await;
+        let viewer = person(&pool, "alice@example.com", SessionKind::Token).await;
+        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &viewer).await;
+        assert!(entitled_server(&pool, &viewer, "clock").await.is_ok(), "it may view");
+        for surface in [Surface::Playground, Surface::App] {
+            assert_eq!(
+                tool_call(&pool, &viewer, "clock", "reader", surface).await.unwrap(),
+                Decision::Refuse(Refusal::TokenSession)
+            );
+        }
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn every_decision_under_the_default_policy(pool: PgPool) {
+        server(&pool, "clock").await;
+        let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
+        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        let cases = [
+            ("reader", Surface::Playground, Decision::Run),
+            ("reader", Surface::App, Decision::Run),
+            ("writer", Surface::Playground, Decision::Run),
+            ("writer", Surface::App, Decision::Refuse(Refusal::WritingDenied)),
+            ("app-only", Surface::App, Decision::Run),
+            ("app-only", Surface::Playground, Decision::Refuse(Refusal::NotVisible)),
+            ("app-only", Surface::McpClient, Decision::Refuse(Refusal::NotVisible)),
+            ("model-only", Surface::App, Decision::Refuse(Refusal::NotVisible)),
+            ("model-only", Surface::McpClient, Decision::Run),
+            ("missing", Surface::Playground, Decision::Refuse(Refusal::UnknownTool)),
+        ];
+        for (tool, surface, expected) in cases {
+            assert_eq!(tool_call(&pool, &alice, "clock", tool, surface).await.unwrap(), expected, "{tool} from {surface:?}");
+        }
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn the_policy_lists_and_the_ask_rule_apply(pool: PgPool) {
+        server(&pool, "clock").await;
+        let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
+        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        let policy = Policy {
+            playground: ToolList::Only(vec!["reader".into()]),
+            apps: ToolList::Only(vec!["writer".into(), "reader".into()]),
+            writing_from_apps: WritingRule::Ask,
+        };
+        policies::set(&pool, "clock", &policy).await.unwrap();
+        assert_eq!(policies::get(&pool, "clock").await.unwrap(), policy);
+        assert_eq!(tool_call(&pool, &alice, "clock", "reader", Surface::Playground).await.unwrap(), Decision::Run);
+        assert_eq!(tool_call(&pool, &alice, "clock", "writer", Surface::Playground).await.unwrap(), Decision::Refuse(Refusal::NotInPolicy));
+        assert_eq!(tool_call(&pool, &alice, "clock", "writer", Surface::App).await.unwrap(), Decision::Ask);
+        assert_eq!(tool_call(&pool, &alice, "clock", "app-only", Surface::App).await.unwrap(), Decision::Refuse(Refusal::NotInPolicy));
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn an_admins_mark_makes_a_tool_read_only_until_its_definition_changes(pool: PgPool) {
+        server(&pool, "clock").await;
+        let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
+        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        marks::mark(&pool, "clock", "writer", "digest-of-writer", alice.user.id).await.unwrap();
+        assert_eq!(tool_call(&pool, &alice, "clock", "writer", Surface::App).await.unwrap(), Decision::Run);
+
+        // The server changes the tool: the mark no longer holds, even before it is cleared.
+        sqlx::query("UPDATE server_items SET digest = 'a-new-digest' WHERE key = 'writer'").execute(&pool).await.unwrap();
+        assert_eq!(tool_call(&pool, &alice, "clock", "writer", Surface::App).await.unwrap(), Decision::Refuse(Refusal::WritingDenied));
+        let mut conn = pool.acquire().await.unwrap();
+        assert_eq!(marks::clear_stale(&mut conn, "clock").await.unwrap(), ["writer"]);
+        let (kind, payload): (String, serde_json::Value) =
+            sqlx::query_as("SELECT kind, payload FROM audit_log ORDER BY id DESC LIMIT 1").fetch_one(&pool).await.unwrap();
+        assert_eq!(kind, "read_only_mark_cleared");
+        assert_eq!(payload["tool"], "writer");
+        assert!(marks::marked(&pool, "clock").await.unwrap().is_empty());
+    }
+}

@@ -1,0 +1,86 @@
+//! Token sessions (SPEC §3): a console URL carrying `?token=<login token>` signs the
+//! browser in as the token's owner, view-only. The token is taken out of the address at
+//! once (a redirect), so it never renders into a page or a Referer.
+
+use app::audit::ssr::writer::{self, Actor};
+use app::auth::SignInError;
+use app::auth::ssr::session::{PERSON_KEY, SessionKind, SessionPerson};
+use app::tokens::ssr::store;
+use axum::extract::{Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use tower_sessions::Session;
+
+use super::refused;
+use crate::startup::ServerState;
+
+pub async fn token_sign_in(State(state): State<ServerState>, session: Session, request: Request, next: Next) -> Response {
+    if request.method() != Method::GET {
+        return next.run(request).await;
+    }
+    let Some((token, rest)) = split_token(request.uri().query().unwrap_or_default()) else {
+        return next.run(request).await;
+    };
+    // A token link from another site would sign this browser in as someone else.
+    let fetch_site = request.headers().get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if fetch_site.is_some_and(|site| !matches!(site, "same-origin" | "none")) {
+        tracing::warn!("a token link from another site was refused");
+        return refused(SignInError::LoginToken).into_response();
+    }
+    let target = match rest.as_str() {
+        "" => request.uri().path().to_owned(),
+        rest => format!("{}?{rest}", request.uri().path()),
+    };
+    match start(&state, &session, &token).await {
+        Ok(true) => Redirect::to(&target).into_response(),
+        Ok(false) => {
+            tracing::warn!("an unknown, expired or revoked login token was refused");
+            refused(SignInError::LoginToken).into_response()
+        }
+        Err(err) => {
+            tracing::error!(error.message = %err, "could not start a token session");
+            refused(SignInError::Unavailable).into_response()
+        }
+    }
+}
+
+async fn start(state: &ServerState, session: &Session, token: &str) -> anyhow::Result<bool> {
+    let mut tx = state.app.pool.begin().await?;
+    let Some(row) = store::verify(&mut *tx, token).await? else { return Ok(false) };
+    let email: String = sqlx::query_scalar("SELECT email FROM users WHERE id = $1").bind(row.user_id).fetch_one(&mut *tx).await?;
+    let payload = serde_json::json!({"via": "login token", "token_id": row.id});
+    writer::append(&mut tx, &Actor::person(row.user_id, &email), "sign_in", None, &payload).await?;
+    tx.commit().await?;
+    session.cycle_id().await?;
+    session.insert(PERSON_KEY, SessionPerson { user_id: row.user_id, kind: SessionKind::Token }).await?;
+    Ok(true)
+}
+
+/// The `token` parameter and the rest of the query, re-encoded; `None` without a token.
+fn split_token(query: &str) -> Option<(String, String)> {
+    let mut token = None;
+    let mut rest = url::form_urlencoded::Serializer::new(String::new());
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        if key == "token" {
+            token.get_or_insert(value.into_owned());
+        } else {
+            rest.append_pair(&key, &value);
+        }
+    }
+    token.map(|t| (t, rest.finish()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_token;
+
+    #[test]
+    fn the_token_is_taken_out_and_the_rest_kept() {
+        assert_eq!(split_token("token=abc"), Some(("abc".into(), "".into())));
+        assert_eq!(split_token("view=week&token=abc&x=1"), Some(("abc".into(), "view=week&x=1".into())));
+        assert_eq!(split_token("token=a&token=b"), Some(("a".into(), "".into())));
+        assert_eq!(split_token("view=week"), None);
+        assert_eq!(split_token(""), None);
+    }
+}
