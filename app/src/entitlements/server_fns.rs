@@ -45,18 +45,22 @@ mod support {
     pub fn grantee(value: &str) -> Result<super::super::ssr::grants::Grantee, AppError> {
         use super::super::ssr::grants::Grantee;
         let value = value.trim().to_lowercase();
-        let domain_ok = |d: &str| {
+        // A domain grant needs two labels at least (never a bare `com`); an address may be
+        // on a one-label host, like local mode's `admin@localhost`.
+        let labels_ok = |d: &str, min: usize| {
             let labels: Vec<&str> = d.split('.').collect();
-            labels.len() >= 2
+            labels.len() >= min
                 && labels.iter().all(|l| {
                     !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 })
         };
         match value.split_once('@') {
-            Some((local, domain)) if !local.is_empty() && !local.contains(char::is_whitespace) && domain_ok(domain) => {
+            Some((local, domain))
+                if !local.is_empty() && !local.contains(char::is_whitespace) && labels_ok(domain, 1) =>
+            {
                 Ok(Grantee::Person(value.clone()))
             }
-            None if domain_ok(&value) => Ok(Grantee::Domain(value.clone())),
+            None if labels_ok(&value, 2) => Ok(Grantee::Domain(value.clone())),
             _ => Err(AppError::Invalid { field: "email or domain".into() }),
         }
     }
@@ -84,7 +88,8 @@ mod support {
         fn grantees_are_emails_or_domains() {
             assert_eq!(grantee(" Alice@Example.com ").unwrap(), Grantee::Person("alice@example.com".into()));
             assert_eq!(grantee("corp.test").unwrap(), Grantee::Domain("corp.test".into()));
-            for bad in ["", "alice", "@corp.test", "a b@corp.test", "corp", "alice@corp", "evil.test;drop"] {
+            assert_eq!(grantee("admin@localhost").unwrap(), Grantee::Person("admin@localhost".into()));
+            for bad in ["", "alice", "@corp.test", "a b@corp.test", "corp", "localhost", "alice@", "evil.test;drop"] {
                 assert!(grantee(bad).is_err(), "{bad}");
             }
         }
