@@ -31,6 +31,21 @@ const SERVER_FNS: &[(&str, &[&str], &[(&str, &str)])] = &[
     ),
     ("servers/refresh", &["admin"], &[("slug", "x")]),
     ("servers/app-changes", &["admin", "auditor"], &[]),
+    ("entitlements/grant", &["admin"], &[("slug", "x"), ("grantee", "a@example.com")]),
+    ("entitlements/revoke", &["admin"], &[("id", "0")]),
+    ("entitlements/list", &["admin"], &[]),
+    ("entitlements/reachable", &["admin"], &[("email", "a@example.com")]),
+    ("entitlements/mine", &[], &[]),
+    ("policy/get", &["admin"], &[("slug", "x")]),
+    ("policy/set", &["admin"], &[("slug", "x"), ("playground_tools", ""), ("app_tools", ""), ("writing_from_apps", "deny")]),
+    ("policy/mark", &["admin"], &[("slug", "x"), ("tool", "t"), ("read_only", "true")]),
+    ("roles/set", &["admin"], &[("email", "nobody@example.com"), ("role", "auditor"), ("granted", "true")]),
+    ("tokens/mint", &[], &[("name", "t"), ("days", "1")]),
+    ("tokens/mine", &[], &[]),
+    ("tokens/all", &["admin"], &[]),
+    ("tokens/revoke", &[], &[("id", "00000000-0000-0000-0000-000000000000")]),
+    ("audit/list", &["admin", "auditor"], &[]),
+    ("audit/verify", &["admin", "auditor"], &[]),
 ];
 
 const PAGES: &[(&str, &[&str])] = &[
@@ -39,6 +54,11 @@ const PAGES: &[(&str, &[&str])] = &[
     ("/admin/servers", &["admin"]),
     ("/admin/servers/x", &["admin"]),
     ("/audit/app-changes", &["admin", "auditor"]),
+    ("/audit", &["admin", "auditor"]),
+    ("/admin/entitlements", &["admin"]),
+    ("/admin/tokens", &["admin"]),
+    ("/admin/servers/x/policy", &["admin"]),
+    ("/tokens", &[]),
 ];
 
 async fn signed_in_with(app: &TestApp, roles: &[&str]) -> reqwest::Client {
@@ -77,7 +97,7 @@ async fn a_person_without_the_role_gets_403_everywhere(pool: PgPool) {
     for held in [&[][..], &["auditor"][..], &["admin"][..]] {
         let browser = signed_in_with(&app, held).await;
         for (name, needed, form) in SERVER_FNS {
-            let allowed = needed.iter().any(|r| held.contains(r));
+            let allowed = needed.is_empty() || needed.iter().any(|r| held.contains(r));
             let status = server_fn(&app, &browser, name, form)
                 .await
                 .status()
@@ -100,7 +120,7 @@ async fn a_person_without_the_role_gets_403_everywhere(pool: PgPool) {
                 .as_u16();
             let expected = match (allowed, *path) {
                 (false, _) => 403,
-                (true, "/admin/servers/x") => 404,
+                (true, "/admin/servers/x" | "/admin/servers/x/policy") => 404,
                 (true, _) => 200,
             };
             assert_eq!(status, expected, "{path} with {held:?}");
