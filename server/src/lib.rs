@@ -1,6 +1,8 @@
 //! The strad server: configuration, start-up, and the routes that are not Leptos pages.
 
+pub mod audit_export;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod db;
 pub mod health;

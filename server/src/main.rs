@@ -1,3 +1,4 @@
+use strad_server::cli::{self, Command};
 use strad_server::config::Config;
 use strad_server::startup::Application;
 use strad_server::telemetry;
@@ -5,6 +6,11 @@ use strad_server::telemetry;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     telemetry::init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(command) = Command::parse(&args) else {
+        eprintln!("{}", cli::USAGE);
+        std::process::exit(2);
+    };
     let config = match Config::load() {
         Ok(config) => config,
         Err(err) => {
@@ -12,7 +18,18 @@ async fn main() -> anyhow::Result<()> {
             std::process::exit(2);
         }
     };
-    let app = Application::build(config).await?;
-    app.run_until_stopped().await?;
-    Ok(())
+    match command {
+        Command::Serve => {
+            let app = Application::build(config).await?;
+            app.run_until_stopped().await?;
+            Ok(())
+        }
+        Command::AuditVerify => match cli::run_audit_verify(&config).await {
+            Ok(code) => std::process::exit(code),
+            Err(err) => {
+                eprintln!("strad audit verify: {err:#}");
+                std::process::exit(2);
+            }
+        },
+    }
 }

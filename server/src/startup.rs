@@ -190,6 +190,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .route("/auth/callback", get(oidc::callback))
         .route("/auth/local", get(local::sign_in))
         .route("/auth/sign-out", post(sign_out::sign_out))
+        .merge(crate::audit_export::routes())
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())
