@@ -90,6 +90,17 @@ async fn no_route_answers_an_anonymous_request_with_a_server_error(pool: PgPool)
         "/api/me",
         "/api/people",
         "/api/nope",
+        "/audit",
+        "/tokens",
+        "/admin/entitlements",
+        "/admin/tokens",
+        "/admin/servers",
+        "/admin/servers/x/policy",
+        "/audit/app-changes",
+        "/audit/export.csv",
+        "/audit/export.json",
+        "/audit/export.csv?since=nonsense",
+        "/?token=strad_x",
     ];
     for path in gets {
         let status = app.get(path).await.status().as_u16();
