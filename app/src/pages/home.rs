@@ -2,6 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::auth::Role;
+use crate::entitlements::my_servers;
 use crate::shell::Protected;
 
 #[component]
@@ -15,15 +16,49 @@ pub fn HomePage() -> impl IntoView {
                 <p>"You are signed in as " <strong data-testid="home-email">{me.email.clone()}</strong> "."</p>
                 <section aria-labelledby="servers-title">
                     <h2 id="servers-title">"Your servers"</h2>
-                    <p>"No MCP servers are shared with you yet."</p>
+                    <MyServers />
+                </section>
+                <section aria-labelledby="tokens-title">
+                    <h2 id="tokens-title">"MCP clients"</h2>
+                    <p>"To use your servers from an MCP client, mint a "
+                        <a href="/tokens">"login token"</a> "."</p>
                 </section>
                 {me.has(Role::Admin).then(|| view! {
                     <section aria-labelledby="admin-title">
                         <h2 id="admin-title">"Administration"</h2>
-                        <p><a href="/people">"People and roles"</a></p>
+                        <ul>
+                            <li><a href="/people">"People and roles"</a></li>
+                            <li><a href="/admin/entitlements">"Entitlements"</a></li>
+                            <li><a href="/admin/tokens">"All login tokens"</a></li>
+                        </ul>
                     </section>
                 })}
             }
         } />
+    }
+}
+
+/// The servers shared with the signed-in person, by email or by their domain.
+#[component]
+fn MyServers() -> impl IntoView {
+    let servers = Resource::new_blocking(|| (), |_| my_servers());
+    view! {
+        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match servers.await {
+                    Ok(servers) if servers.is_empty() => {
+                        view! { <p>"No MCP servers are shared with you yet."</p> }.into_any()
+                    }
+                    Ok(servers) => view! {
+                        <ul class="my-servers">
+                            {servers.into_iter().map(|s| view! {
+                                <li data-slug=s.slug.clone()>{s.display_name} " " <code>{s.slug.clone()}</code></li>
+                            }).collect_view()}
+                        </ul>
+                    }.into_any(),
+                    Err(error) => view! { <p class="notice notice-error" role="alert">{error.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
     }
 }

@@ -1,11 +1,12 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::auth::{Role, list_people};
+use crate::auth::{PersonView, Role, list_people};
+use crate::entitlements::SetRole;
 use crate::pages::ErrorPage;
 use crate::shell::Protected;
 
-/// Admins only: everyone who has signed in, with their roles.
+/// Admins only: everyone who has signed in, with their roles, and buttons to change them.
 #[component]
 pub fn PeoplePage() -> impl IntoView {
     view! {
@@ -16,10 +17,15 @@ pub fn PeoplePage() -> impl IntoView {
 
 #[component]
 fn PeopleTable() -> impl IntoView {
-    let people = Resource::new_blocking(|| (), |_| list_people());
+    let set_role = ServerAction::<SetRole>::new();
+    let people = Resource::new_blocking(move || set_role.version().get(), |_| list_people());
+    // A refusal (such as removing your own admin role) comes back as the action's error,
+    // with JavaScript or, after the redirect, in the URL without it.
+    let error = move || set_role.value().get().and_then(Result::err).map(|e| e.to_string());
     view! {
         <h1>"People"</h1>
-        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+        {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+        <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match people.await {
                     Ok(people) => view! {
@@ -30,22 +36,51 @@ fn PeopleTable() -> impl IntoView {
                                 <th scope="col">"Name"</th>
                                 <th scope="col">"Roles"</th>
                                 <th scope="col">"Last sign-in"</th>
+                                <th scope="col">"Change roles"</th>
                             </tr></thead>
                             <tbody>
-                                {people.into_iter().map(|p| view! {
-                                    <tr>
-                                        <td>{p.email}</td>
-                                        <td>{p.name.unwrap_or_default()}</td>
-                                        <td>{p.roles.join(", ")}</td>
-                                        <td>{p.last_sign_in}</td>
-                                    </tr>
-                                }).collect_view()}
+                                {people.into_iter().map(|p| view! { <PersonRow person=p set_role /> }).collect_view()}
                             </tbody>
                         </table>
                     }.into_any(),
                     Err(err) => view! { <ErrorPage error=err /> }.into_any(),
                 }
             })}
-        </Suspense>
+        </Transition>
+    }
+}
+
+#[component]
+fn PersonRow(person: PersonView, set_role: ServerAction<SetRole>) -> impl IntoView {
+    let toggles = Role::ALL
+        .into_iter()
+        .map(|role| {
+            let person = &person;
+            let role = role.as_str();
+            let held = person.roles.iter().any(|r| r == role);
+            let (text, label) = if held {
+                (format!("Revoke {role}"), format!("Revoke {role} from {}", person.email))
+            } else {
+                (format!("Grant {role}"), format!("Grant {role} to {}", person.email))
+            };
+            let email = person.email.clone();
+            view! {
+                <ActionForm action=set_role>
+                    <input type="hidden" name="email" value=email.clone() />
+                    <input type="hidden" name="role" value=role />
+                    <input type="hidden" name="granted" value=if held { "false" } else { "true" } />
+                    <button type="submit" aria-label=label>{text}</button>
+                </ActionForm>
+            }
+        })
+        .collect_view();
+    view! {
+        <tr data-email=person.email.clone()>
+            <td>{person.email.clone()}</td>
+            <td>{person.name.clone().unwrap_or_default()}</td>
+            <td>{person.roles.join(", ")}</td>
+            <td>{person.last_sign_in.clone()}</td>
+            <td><div class="role-toggles">{toggles}</div></td>
+        </tr>
     }
 }

@@ -1,7 +1,142 @@
 use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::pages::ErrorPage;
+use crate::shell::Protected;
+use crate::tokens::{MintToken, RevokeToken, TokenView, list_my_tokens};
 
 /// A person's own login tokens: mint (shown once), list, revoke.
 #[component]
 pub fn TokensPage() -> impl IntoView {
-    view! { <h1>"Login tokens"</h1> }
+    view! {
+        <Title text="Login tokens" />
+        <Protected children=|me| view! { <Tokens token_session=me.token_session /> } />
+    }
+}
+
+#[component]
+fn Tokens(token_session: bool) -> impl IntoView {
+    let mint = ServerAction::<MintToken>::new();
+    let revoke = ServerAction::<RevokeToken>::new();
+    let tokens = Resource::new_blocking(
+        move || (mint.version().get(), revoke.version().get()),
+        |_| list_my_tokens(),
+    );
+    view! {
+        <h1>"Login tokens"</h1>
+        <p>"A login token lets an MCP client, or a browser, act as you without signing in."</p>
+        <section aria-labelledby="use-title">
+            <h2 id="use-title">"How to use a token"</h2>
+            <ul>
+                <li>"MCP clients: send the header " <code>"Authorization: Bearer <token>"</code>
+                    " with every request to " <code>"/mcp"</code> "."</li>
+                <li>"A browser: add " <code>"?token=<token>"</code> " to a console address to open a \
+                    view-only session (it can look, but cannot call tools)."</li>
+            </ul>
+        </section>
+        {if token_session {
+            view! {
+                <p class="notice">"You are signed in with a token. Sign in normally to mint a new one."</p>
+            }.into_any()
+        } else {
+            view! { <MintForm mint /> }.into_any()
+        }}
+        <section aria-labelledby="tokens-title">
+            <h2 id="tokens-title">"Your tokens"</h2>
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match tokens.await {
+                        Ok(tokens) if tokens.is_empty() => view! { <p>"You have no tokens."</p> }.into_any(),
+                        Ok(tokens) => view! { <TokenTable tokens revoke show_owner=false /> }.into_any(),
+                        Err(error) => view! { <ErrorPage error /> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn MintForm(mint: ServerAction<MintToken>) -> impl IntoView {
+    // The secret comes only from this answer: it is stored hashed and never fetched again.
+    let result = move || {
+        mint.value().get().map(|result| match result {
+            Ok(minted) => view! {
+                <div class="notice secret">
+                    <p id="secret-title" role="status"><strong>"Token “" {minted.token.name} "” created."</strong>
+                        " Copy it now: it will not be shown again."</p>
+                    <output aria-labelledby="secret-title"><code class="digest">{minted.secret}</code></output>
+                    <p class="help">"It expires " {minted.token.expires} "."</p>
+                </div>
+            }.into_any(),
+            Err(error) => view! { <p class="notice notice-error" role="alert">{error.to_string()}</p> }.into_any(),
+        })
+    };
+    view! {
+        <section aria-labelledby="mint-title" class="form-card">
+            <h2 id="mint-title">"Mint a token"</h2>
+            <ActionForm action=mint>
+                <label>"Name" <input name="name" type="text" required maxlength="80"
+                    placeholder="laptop MCP client" autocomplete="off" /></label>
+                <label>"Valid for (days)" <input name="days" type="number" required min="1" max="365"
+                    value="30" aria-describedby="days-help" /></label>
+                <p id="days-help" class="help">"From 1 to 365 days."</p>
+                <button type="submit" class="primary">"Mint token"</button>
+            </ActionForm>
+            // Hidden once the page is hydrated (style/main.css); a no-JS post redirects back
+            // here and the answer carrying the secret is lost.
+            <p class="notice no-js-only">"Without JavaScript the new token cannot be shown to you: \
+                turn JavaScript on for this page to mint one."</p>
+            {result}
+        </section>
+    }
+}
+
+/// A table of tokens with a Revoke button for each live one; shared with the admin page.
+#[component]
+pub fn TokenTable(tokens: Vec<TokenView>, revoke: ServerAction<RevokeToken>, show_owner: bool) -> impl IntoView {
+    let error = move || revoke.value().get().and_then(Result::err).map(|e| e.to_string());
+    view! {
+        {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+        <table>
+            <caption>"Login tokens"</caption>
+            <thead><tr>
+                {show_owner.then(|| view! { <th scope="col">"Owner"</th> })}
+                <th scope="col">"Name"</th>
+                <th scope="col">"Created"</th>
+                <th scope="col">"Expires"</th>
+                <th scope="col">"Last used"</th>
+                <th scope="col">"State"</th>
+                <th scope="col">"Action"</th>
+            </tr></thead>
+            <tbody>
+                {tokens.into_iter().map(|t| {
+                    let live = !t.revoked && !t.expired;
+                    let state = if t.revoked { "revoked" } else if t.expired { "expired" } else { "live" };
+                    let label = if show_owner {
+                        format!("Revoke {} of {}", t.name, t.owner)
+                    } else {
+                        format!("Revoke {}", t.name)
+                    };
+                    let id = t.id.clone();
+                    view! {
+                        <tr data-token-id=t.id.clone()>
+                            {show_owner.then(|| view! { <td>{t.owner.clone()}</td> })}
+                            <td>{t.name.clone()}</td>
+                            <td><time>{t.created.clone()}</time></td>
+                            <td><time>{t.expires.clone()}</time></td>
+                            <td>{t.last_used.clone().unwrap_or_else(|| "never".into())}</td>
+                            <td><span class=if live { "status status-ok" } else { "status" }>{state}</span></td>
+                            <td>{live.then(|| view! {
+                                <ActionForm action=revoke>
+                                    <input type="hidden" name="id" value=id.clone() />
+                                    <button type="submit" aria-label=label.clone()>"Revoke"</button>
+                                </ActionForm>
+                            })}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
 }
