@@ -61,21 +61,47 @@ impl AppError {
 /// The response being built, captured before a server function's first `.await` so a
 /// refusal can set its real status (401/403) afterwards.
 #[cfg(feature = "ssr")]
-pub struct Responder(Option<leptos_axum::ResponseOptions>);
+pub struct Responder {
+    options: Option<leptos_axum::ResponseOptions>,
+    form_post: bool,
+}
 
 #[cfg(feature = "ssr")]
 impl Responder {
     pub fn capture() -> Self {
-        Self(leptos::prelude::use_context::<leptos_axum::ResponseOptions>())
+        Self {
+            options: leptos::prelude::use_context::<leptos_axum::ResponseOptions>(),
+            form_post: is_form_post(),
+        }
     }
 
-    /// Sets `error`'s status on the response and hands the error back.
+    /// Sets `error`'s status on the response and hands the error back. A plain form post
+    /// (no script) keeps the redirect back to its page instead, so the person sees the page
+    /// and its message rather than a bare error body.
     pub fn fail(&self, error: AppError) -> AppError {
-        if let (Some(options), Ok(status)) = (&self.0, http::StatusCode::from_u16(error.status())) {
+        if let (Some(options), Ok(status), false) = (
+            &self.options,
+            http::StatusCode::from_u16(error.status()),
+            self.form_post,
+        ) {
             options.set_status(status);
         }
         error
     }
+}
+
+/// Whether the request being handled is a browser's plain form submission (it accepts
+/// HTML), as opposed to the hydrated console's fetch.
+#[cfg(feature = "ssr")]
+pub fn is_form_post() -> bool {
+    leptos::prelude::use_context::<http::request::Parts>().is_some_and(|parts| {
+        parts.method == http::Method::POST
+            && parts
+                .headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|accept| accept.contains("text/html"))
+    })
 }
 
 #[cfg(feature = "ssr")]

@@ -199,7 +199,10 @@ fn router(state: ServerState, pool: PgPool) -> Router {
             ServerState,
             _,
         >(context, shell))
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::token_session::token_sign_in))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::token_session::token_sign_in,
+        ))
         .layer(sessions)
         .layer(csp)
         .layer(frame)

@@ -31,18 +31,36 @@ async fn audit_paging_stays_fast_at_a_million_rows(pool: PgPool) {
     .execute(&app.pool)
     .await
     .unwrap();
-    sqlx::query("ANALYZE audit_log").execute(&app.pool).await.unwrap();
-    let max: i64 = sqlx::query_scalar("SELECT max(id) FROM audit_log").fetch_one(&app.pool).await.unwrap();
+    sqlx::query("ANALYZE audit_log")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let max: i64 = sqlx::query_scalar("SELECT max(id) FROM audit_log")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
 
     let deep = (max / 2).to_string();
     let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
         ("first page, no filter", vec![]),
-        ("page at row 500 000, no filter", vec![("before", deep.as_str())]),
+        (
+            "page at row 500 000, no filter",
+            vec![("before", deep.as_str())],
+        ),
         ("first page, kind", vec![("kind", "policy_changed")]),
-        ("page at row 500 000, kind", vec![("kind", "policy_changed"), ("before", deep.as_str())]),
-        ("first page, person", vec![("person", "person7@example.com")]),
+        (
+            "page at row 500 000, kind",
+            vec![("kind", "policy_changed"), ("before", deep.as_str())],
+        ),
+        (
+            "first page, person",
+            vec![("person", "person7@example.com")],
+        ),
         ("first page, server", vec![("slug", "server-3")]),
-        ("first page, person + server", vec![("person", "person7@example.com"), ("slug", "server-7")]),
+        (
+            "first page, person + server",
+            vec![("person", "person7@example.com"), ("slug", "server-7")],
+        ),
     ];
     for (name, form) in cases {
         // Warm once, then take the median of 9.
@@ -57,6 +75,9 @@ async fn audit_paging_stays_fast_at_a_million_rows(pool: PgPool) {
             assert!(!page["rows"].as_array().unwrap().is_empty(), "{name}");
         }
         times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        println!("{name}: median {:.1} ms (min {:.1}, max {:.1})", times[4], times[0], times[8]);
+        println!(
+            "{name}: median {:.1} ms (min {:.1}, max {:.1})",
+            times[4], times[0], times[8]
+        );
     }
 }

@@ -8,10 +8,19 @@ use sqlx::PgPool;
 use support::*;
 
 async fn mint(app: &TestApp, browser: &reqwest::Client, name: &str) -> (String, String) {
-    let response = server_fn(app, browser, "tokens/mint", &[("name", name), ("days", "30")]).await;
+    let response = server_fn(
+        app,
+        browser,
+        "tokens/mint",
+        &[("name", name), ("days", "30")],
+    )
+    .await;
     assert_eq!(response.status(), 200);
     let minted: Value = response.json().await.unwrap();
-    (minted["secret"].as_str().unwrap().to_owned(), minted["token"]["id"].as_str().unwrap().to_owned())
+    (
+        minted["secret"].as_str().unwrap().to_owned(),
+        minted["token"]["id"].as_str().unwrap().to_owned(),
+    )
 }
 
 #[sqlx::test(migrations = false)]
@@ -20,12 +29,27 @@ async fn a_token_is_shown_once_and_stored_only_as_a_hash(pool: PgPool) {
     sign_in_locally(&app, &app.client).await;
     let (secret, id) = mint(&app, &app.client, "laptop").await;
     assert!(secret.starts_with("strad_") && secret.len() > 40);
-    let stored: Vec<u8> = sqlx::query_scalar("SELECT hash FROM login_tokens WHERE id = $1::uuid").bind(&id).fetch_one(&app.pool).await.unwrap();
+    let stored: Vec<u8> = sqlx::query_scalar("SELECT hash FROM login_tokens WHERE id = $1::uuid")
+        .bind(&id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     assert_eq!(stored.len(), 32);
     assert!(!String::from_utf8_lossy(&stored).contains(&secret[6..]));
-    let listed = server_fn(&app, &app.client, "tokens/mine", &[]).await.text().await.unwrap();
-    assert!(listed.contains("laptop") && !listed.contains(&secret), "the list never carries the secret");
-    let audit: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'token_minted'").fetch_one(&app.pool).await.unwrap();
+    let listed = server_fn(&app, &app.client, "tokens/mine", &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        listed.contains("laptop") && !listed.contains(&secret),
+        "the list never carries the secret"
+    );
+    let audit: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'token_minted'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(audit, 1);
 }
 
@@ -36,16 +60,41 @@ async fn a_token_in_the_url_starts_a_view_only_session_and_leaves_the_address(po
     let (secret, _) = mint(&app, &app.client, "viewer").await;
 
     let viewer = app.new_browser();
-    let response = viewer.get(app.url(&format!("/people?view=week&token={secret}"))).send().await.unwrap();
+    let response = viewer
+        .get(app.url(&format!("/people?view=week&token={secret}")))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 303);
-    assert_eq!(location(&response), "/people?view=week", "the token is taken out of the address");
-    let me: Value = server_fn(&app, &viewer, "me", &[]).await.json().await.unwrap();
+    assert_eq!(
+        location(&response),
+        "/people?view=week",
+        "the token is taken out of the address"
+    );
+    let me: Value = server_fn(&app, &viewer, "me", &[])
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(me["email"], "admin@localhost");
     assert_eq!(me["token_session"], true);
     // A token session cannot mint more tokens.
-    assert_eq!(server_fn(&app, &viewer, "tokens/mint", &[("name", "x"), ("days", "1")]).await.status(), 403);
+    assert_eq!(
+        server_fn(
+            &app,
+            &viewer,
+            "tokens/mint",
+            &[("name", "x"), ("days", "1")]
+        )
+        .await
+        .status(),
+        403
+    );
     let last_used: Option<time::OffsetDateTime> =
-        sqlx::query_scalar("SELECT last_used_at FROM login_tokens").fetch_one(&app.pool).await.unwrap();
+        sqlx::query_scalar("SELECT last_used_at FROM login_tokens")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert!(last_used.is_some());
 }
 
@@ -54,20 +103,53 @@ async fn revoked_expired_unknown_and_cross_site_tokens_are_refused(pool: PgPool)
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;
     let (revoked, revoked_id) = mint(&app, &app.client, "revoked").await;
-    assert_eq!(server_fn(&app, &app.client, "tokens/revoke", &[("id", revoked_id.as_str())]).await.status(), 200);
+    assert_eq!(
+        server_fn(
+            &app,
+            &app.client,
+            "tokens/revoke",
+            &[("id", revoked_id.as_str())]
+        )
+        .await
+        .status(),
+        200
+    );
     let (expired, _) = mint(&app, &app.client, "expired").await;
-    sqlx::query("UPDATE login_tokens SET expires_at = now() - interval '1 second' WHERE name = 'expired'").execute(&app.pool).await.unwrap();
+    sqlx::query(
+        "UPDATE login_tokens SET expires_at = now() - interval '1 second' WHERE name = 'expired'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
     let (good, _) = mint(&app, &app.client, "good").await;
 
-    for token in [revoked.as_str(), expired.as_str(), "strad_not-a-token", "garbage"] {
+    for token in [
+        revoked.as_str(),
+        expired.as_str(),
+        "strad_not-a-token",
+        "garbage",
+    ] {
         let browser = app.new_browser();
-        let response = browser.get(app.url(&format!("/?token={token}"))).send().await.unwrap();
+        let response = browser
+            .get(app.url(&format!("/?token={token}")))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(location(&response), "/sign-in?error=login-token", "{token}");
         assert!(!is_signed_in(&app, &browser).await);
     }
     let browser = app.new_browser();
-    let response = browser.get(app.url(&format!("/?token={good}"))).header("sec-fetch-site", "cross-site").send().await.unwrap();
-    assert_eq!(location(&response), "/sign-in?error=login-token", "a token link from another site");
+    let response = browser
+        .get(app.url(&format!("/?token={good}")))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        location(&response),
+        "/sign-in?error=login-token",
+        "a token link from another site"
+    );
     assert!(!is_signed_in(&app, &browser).await);
 }
 
@@ -78,22 +160,72 @@ async fn people_revoke_their_own_tokens_and_admins_anyones(pool: PgPool) {
     let (_, admins_token) = mint(&app, &app.client, "admin's").await;
 
     // A second person (a member only) with a token of their own.
-    sqlx::query("INSERT INTO users (issuer, subject, email) VALUES ('t', 'bob', 'bob@example.com')").execute(&app.pool).await.unwrap();
-    let bob_id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM users WHERE email = 'bob@example.com'").fetch_one(&app.pool).await.unwrap();
-    let (_, bob_secret) = app::tokens::ssr::store::mint(&app.pool, bob_id, "bob's", time::Duration::days(1)).await.unwrap();
+    sqlx::query(
+        "INSERT INTO users (issuer, subject, email) VALUES ('t', 'bob', 'bob@example.com')",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let bob_id: uuid::Uuid =
+        sqlx::query_scalar("SELECT id FROM users WHERE email = 'bob@example.com'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let (_, bob_secret) =
+        app::tokens::ssr::store::mint(&app.pool, bob_id, "bob's", time::Duration::days(1))
+            .await
+            .unwrap();
     let bob = app.new_browser();
-    let response = bob.get(app.url(&format!("/?token={}", bob_secret.expose()))).send().await.unwrap();
+    let response = bob
+        .get(app.url(&format!("/?token={}", bob_secret.expose())))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 303);
-    let bobs_token: String = sqlx::query_scalar("SELECT id::text FROM login_tokens WHERE user_id = $1").bind(bob_id).fetch_one(&app.pool).await.unwrap();
+    let bobs_token: String =
+        sqlx::query_scalar("SELECT id::text FROM login_tokens WHERE user_id = $1")
+            .bind(bob_id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
 
     // Bob cannot revoke the admin's token: it answers like a missing one.
-    assert_eq!(server_fn(&app, &bob, "tokens/revoke", &[("id", admins_token.as_str())]).await.status(), 404);
+    assert_eq!(
+        server_fn(
+            &app,
+            &bob,
+            "tokens/revoke",
+            &[("id", admins_token.as_str())]
+        )
+        .await
+        .status(),
+        404
+    );
     assert_eq!(server_fn(&app, &bob, "tokens/all", &[]).await.status(), 403);
     // The admin revokes Bob's.
-    assert_eq!(server_fn(&app, &app.client, "tokens/revoke", &[("id", bobs_token.as_str())]).await.status(), 200);
-    let revoked: bool = sqlx::query_scalar("SELECT revoked_at IS NOT NULL FROM login_tokens WHERE id = $1::uuid").bind(&bobs_token).fetch_one(&app.pool).await.unwrap();
+    assert_eq!(
+        server_fn(
+            &app,
+            &app.client,
+            "tokens/revoke",
+            &[("id", bobs_token.as_str())]
+        )
+        .await
+        .status(),
+        200
+    );
+    let revoked: bool =
+        sqlx::query_scalar("SELECT revoked_at IS NOT NULL FROM login_tokens WHERE id = $1::uuid")
+            .bind(&bobs_token)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert!(revoked);
-    let kinds: Vec<String> = sqlx::query_scalar("SELECT kind FROM audit_log WHERE kind LIKE 'token_%' ORDER BY id").fetch_all(&app.pool).await.unwrap();
+    let kinds: Vec<String> =
+        sqlx::query_scalar("SELECT kind FROM audit_log WHERE kind LIKE 'token_%' ORDER BY id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(kinds, ["token_minted", "token_revoked"]);
 }
 
@@ -102,7 +234,23 @@ async fn bad_token_requests_are_refused_at_the_field(pool: PgPool) {
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;
     for (name, days) in [("", "30"), ("x", "0"), ("x", "366")] {
-        assert_eq!(server_fn(&app, &app.client, "tokens/mint", &[("name", name), ("days", days)]).await.status(), 400, "{name} {days}");
+        assert_eq!(
+            server_fn(
+                &app,
+                &app.client,
+                "tokens/mint",
+                &[("name", name), ("days", days)]
+            )
+            .await
+            .status(),
+            400,
+            "{name} {days}"
+        );
     }
-    assert_eq!(server_fn(&app, &app.client, "tokens/revoke", &[("id", "not-a-uuid")]).await.status(), 404);
+    assert_eq!(
+        server_fn(&app, &app.client, "tokens/revoke", &[("id", "not-a-uuid")])
+            .await
+            .status(),
+        404
+    );
 }

@@ -52,9 +52,15 @@ pub async fn list_audit(
     let since = time_filter(since.as_deref(), "since").map_err(|e| responder.fail(e))?;
     let until = time_filter(until.as_deref(), "until").map_err(|e| responder.fail(e))?;
     let text = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-    let rows: Vec<(i64, time::OffsetDateTime, Option<String>, String, Option<String>, serde_json::Value)> =
-        sqlx::query_as(
-            "SELECT id, at, actor_email, kind, slug, payload FROM audit_log
+    let rows: Vec<(
+        i64,
+        time::OffsetDateTime,
+        Option<String>,
+        String,
+        Option<String>,
+        serde_json::Value,
+    )> = sqlx::query_as(
+        "SELECT id, at, actor_email, kind, slug, payload FROM audit_log
              WHERE ($1::timestamptz IS NULL OR at >= $1)
                AND ($2::timestamptz IS NULL OR at < $2)
                AND ($3::text IS NULL OR lower(actor_email) = lower($3))
@@ -62,16 +68,16 @@ pub async fn list_audit(
                AND ($5::text IS NULL OR kind = $5)
                AND ($6::bigint IS NULL OR id < $6)
              ORDER BY id DESC LIMIT $7",
-        )
-        .bind(since)
-        .bind(until)
-        .bind(text(person))
-        .bind(text(slug))
-        .bind(text(kind))
-        .bind(before)
-        .bind(PAGE_SIZE + 1)
-        .fetch_all(&state.pool)
-        .await?;
+    )
+    .bind(since)
+    .bind(until)
+    .bind(text(person))
+    .bind(text(slug))
+    .bind(text(kind))
+    .bind(before)
+    .bind(PAGE_SIZE + 1)
+    .fetch_all(&state.pool)
+    .await?;
     let more = rows.len() as i64 > PAGE_SIZE;
     let rows: Vec<AuditRowView> = rows
         .into_iter()
@@ -85,7 +91,11 @@ pub async fn list_audit(
             payload: payload.to_string(),
         })
         .collect();
-    let next_before = if more { rows.last().map(|r| r.id) } else { None };
+    let next_before = if more {
+        rows.last().map(|r| r.id)
+    } else {
+        None
+    };
     Ok(AuditPageView { rows, next_before })
 }
 
@@ -98,6 +108,8 @@ pub async fn verify_audit() -> Result<ChainReport, AppError> {
     RequestContext::require_any(&[Role::Auditor, Role::Admin]).await?;
     let mut conn = state.pool.acquire().await?;
     let first_broken = super::ssr::writer::first_broken_row(&mut conn).await?;
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log").fetch_one(&mut *conn).await?;
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log")
+        .fetch_one(&mut *conn)
+        .await?;
     Ok(ChainReport { rows, first_broken })
 }

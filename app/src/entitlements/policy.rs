@@ -66,7 +66,11 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { playground: ToolList::All, apps: ToolList::All, writing_from_apps: WritingRule::Deny }
+        Self {
+            playground: ToolList::All,
+            apps: ToolList::All,
+            writing_from_apps: WritingRule::Deny,
+        }
     }
 }
 
@@ -110,11 +114,19 @@ pub enum Decision {
 }
 
 /// The decision for a person already known to be entitled to the slug.
-pub fn decide(token_session: bool, surface: Surface, policy: &Policy, tool: &str, facts: Option<&ToolFacts>) -> Decision {
+pub fn decide(
+    token_session: bool,
+    surface: Surface,
+    policy: &Policy,
+    tool: &str,
+    facts: Option<&ToolFacts>,
+) -> Decision {
     if token_session && matches!(surface, Surface::Playground | Surface::App) {
         return Decision::Refuse(Refusal::TokenSession);
     }
-    let Some(facts) = facts else { return Decision::Refuse(Refusal::UnknownTool) };
+    let Some(facts) = facts else {
+        return Decision::Refuse(Refusal::UnknownTool);
+    };
     let (visible, list) = match surface {
         Surface::App => (facts.visible_to_app, &policy.apps),
         // A tool hidden from the model is hidden from people calling tools by hand too.
@@ -138,7 +150,12 @@ mod tests {
     use super::*;
 
     fn facts(model: bool, app: bool, hint: bool, mark: bool) -> ToolFacts {
-        ToolFacts { visible_to_model: model, visible_to_app: app, read_only_hint: hint, marked_read_only: mark }
+        ToolFacts {
+            visible_to_model: model,
+            visible_to_app: app,
+            read_only_hint: hint,
+            marked_read_only: mark,
+        }
     }
 
     const WRITER: fn() -> ToolFacts = || facts(true, true, false, false);
@@ -147,27 +164,90 @@ mod tests {
     fn a_token_session_never_calls_a_tool_from_the_console() {
         for surface in [Surface::Playground, Surface::App] {
             assert_eq!(
-                decide(true, surface, &Policy::default(), "t", Some(&facts(true, true, true, false))),
+                decide(
+                    true,
+                    surface,
+                    &Policy::default(),
+                    "t",
+                    Some(&facts(true, true, true, false))
+                ),
                 Decision::Refuse(Refusal::TokenSession)
             );
         }
-        assert_eq!(decide(true, Surface::McpClient, &Policy::default(), "t", Some(&WRITER())), Decision::Run);
+        assert_eq!(
+            decide(
+                true,
+                Surface::McpClient,
+                &Policy::default(),
+                "t",
+                Some(&WRITER())
+            ),
+            Decision::Run
+        );
     }
 
     #[test]
     fn an_unknown_tool_is_refused() {
-        assert_eq!(decide(false, Surface::Playground, &Policy::default(), "t", None), Decision::Refuse(Refusal::UnknownTool));
+        assert_eq!(
+            decide(false, Surface::Playground, &Policy::default(), "t", None),
+            Decision::Refuse(Refusal::UnknownTool)
+        );
     }
 
     #[test]
     fn visibility_decides_the_surface() {
         let app_only = facts(false, true, true, false);
         let model_only = facts(true, false, true, false);
-        assert_eq!(decide(false, Surface::App, &Policy::default(), "t", Some(&app_only)), Decision::Run);
-        assert_eq!(decide(false, Surface::Playground, &Policy::default(), "t", Some(&app_only)), Decision::Refuse(Refusal::NotVisible));
-        assert_eq!(decide(false, Surface::McpClient, &Policy::default(), "t", Some(&app_only)), Decision::Refuse(Refusal::NotVisible));
-        assert_eq!(decide(false, Surface::App, &Policy::default(), "t", Some(&model_only)), Decision::Refuse(Refusal::NotVisible));
-        assert_eq!(decide(false, Surface::Playground, &Policy::default(), "t", Some(&model_only)), Decision::Run);
+        assert_eq!(
+            decide(
+                false,
+                Surface::App,
+                &Policy::default(),
+                "t",
+                Some(&app_only)
+            ),
+            Decision::Run
+        );
+        assert_eq!(
+            decide(
+                false,
+                Surface::Playground,
+                &Policy::default(),
+                "t",
+                Some(&app_only)
+            ),
+            Decision::Refuse(Refusal::NotVisible)
+        );
+        assert_eq!(
+            decide(
+                false,
+                Surface::McpClient,
+                &Policy::default(),
+                "t",
+                Some(&app_only)
+            ),
+            Decision::Refuse(Refusal::NotVisible)
+        );
+        assert_eq!(
+            decide(
+                false,
+                Surface::App,
+                &Policy::default(),
+                "t",
+                Some(&model_only)
+            ),
+            Decision::Refuse(Refusal::NotVisible)
+        );
+        assert_eq!(
+            decide(
+                false,
+                Surface::Playground,
+                &Policy::default(),
+                "t",
+                Some(&model_only)
+            ),
+            Decision::Run
+        );
     }
 
     #[test]
@@ -178,29 +258,80 @@ mod tests {
             writing_from_apps: WritingRule::Ask,
         };
         let reader = facts(true, true, true, false);
-        assert_eq!(decide(false, Surface::Playground, &policy, "a", Some(&reader)), Decision::Run);
-        assert_eq!(decide(false, Surface::Playground, &policy, "b", Some(&reader)), Decision::Refuse(Refusal::NotInPolicy));
-        assert_eq!(decide(false, Surface::McpClient, &policy, "b", Some(&reader)), Decision::Refuse(Refusal::NotInPolicy));
-        assert_eq!(decide(false, Surface::App, &policy, "b", Some(&reader)), Decision::Run);
-        assert_eq!(decide(false, Surface::App, &policy, "a", Some(&reader)), Decision::Refuse(Refusal::NotInPolicy));
+        assert_eq!(
+            decide(false, Surface::Playground, &policy, "a", Some(&reader)),
+            Decision::Run
+        );
+        assert_eq!(
+            decide(false, Surface::Playground, &policy, "b", Some(&reader)),
+            Decision::Refuse(Refusal::NotInPolicy)
+        );
+        assert_eq!(
+            decide(false, Surface::McpClient, &policy, "b", Some(&reader)),
+            Decision::Refuse(Refusal::NotInPolicy)
+        );
+        assert_eq!(
+            decide(false, Surface::App, &policy, "b", Some(&reader)),
+            Decision::Run
+        );
+        assert_eq!(
+            decide(false, Surface::App, &policy, "a", Some(&reader)),
+            Decision::Refuse(Refusal::NotInPolicy)
+        );
     }
 
     #[test]
     fn an_apps_writing_tool_is_denied_by_default_and_asked_under_ask() {
-        assert_eq!(decide(false, Surface::App, &Policy::default(), "w", Some(&WRITER())), Decision::Refuse(Refusal::WritingDenied));
-        let ask = Policy { writing_from_apps: WritingRule::Ask, ..Policy::default() };
-        assert_eq!(decide(false, Surface::App, &ask, "w", Some(&WRITER())), Decision::Ask);
+        assert_eq!(
+            decide(
+                false,
+                Surface::App,
+                &Policy::default(),
+                "w",
+                Some(&WRITER())
+            ),
+            Decision::Refuse(Refusal::WritingDenied)
+        );
+        let ask = Policy {
+            writing_from_apps: WritingRule::Ask,
+            ..Policy::default()
+        };
+        assert_eq!(
+            decide(false, Surface::App, &ask, "w", Some(&WRITER())),
+            Decision::Ask
+        );
     }
 
     #[test]
     fn a_read_only_tool_runs_from_an_app_whether_annotated_or_marked() {
-        for read_only in [facts(true, true, true, false), facts(true, true, false, true)] {
-            assert_eq!(decide(false, Surface::App, &Policy::default(), "r", Some(&read_only)), Decision::Run);
+        for read_only in [
+            facts(true, true, true, false),
+            facts(true, true, false, true),
+        ] {
+            assert_eq!(
+                decide(
+                    false,
+                    Surface::App,
+                    &Policy::default(),
+                    "r",
+                    Some(&read_only)
+                ),
+                Decision::Run
+            );
         }
     }
 
     #[test]
     fn a_person_runs_writing_tools_by_hand_in_the_playground() {
-        assert_eq!(decide(false, Surface::Playground, &Policy::default(), "w", Some(&WRITER())), Decision::Run);
+        assert_eq!(
+            decide(
+                false,
+                Surface::Playground,
+                &Policy::default(),
+                "w",
+                Some(&WRITER())
+            ),
+            Decision::Run
+        );
     }
 }

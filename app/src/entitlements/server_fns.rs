@@ -51,17 +51,23 @@ mod support {
             let labels: Vec<&str> = d.split('.').collect();
             labels.len() >= min
                 && labels.iter().all(|l| {
-                    !l.is_empty() && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    !l.is_empty()
+                        && l.bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 })
         };
         match value.split_once('@') {
             Some((local, domain))
-                if !local.is_empty() && !local.contains(char::is_whitespace) && labels_ok(domain, 1) =>
+                if !local.is_empty()
+                    && !local.contains(char::is_whitespace)
+                    && labels_ok(domain, 1) =>
             {
                 Ok(Grantee::Person(value.clone()))
             }
             None if labels_ok(&value, 2) => Ok(Grantee::Domain(value.clone())),
-            _ => Err(AppError::Invalid { field: "email or domain".into() }),
+            _ => Err(AppError::Invalid {
+                field: "email or domain".into(),
+            }),
         }
     }
 
@@ -71,8 +77,11 @@ mod support {
         if all {
             return ToolList::All;
         }
-        let mut names: Vec<String> =
-            names.split(|c: char| c == ',' || c.is_whitespace()).filter(|n| !n.is_empty()).map(str::to_owned).collect();
+        let mut names: Vec<String> = names
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect();
         names.sort();
         names.dedup();
         ToolList::Only(names)
@@ -86,17 +95,38 @@ mod support {
 
         #[test]
         fn grantees_are_emails_or_domains() {
-            assert_eq!(grantee(" Alice@Example.com ").unwrap(), Grantee::Person("alice@example.com".into()));
-            assert_eq!(grantee("corp.test").unwrap(), Grantee::Domain("corp.test".into()));
-            assert_eq!(grantee("admin@localhost").unwrap(), Grantee::Person("admin@localhost".into()));
-            for bad in ["", "alice", "@corp.test", "a b@corp.test", "corp", "localhost", "alice@", "evil.test;drop"] {
+            assert_eq!(
+                grantee(" Alice@Example.com ").unwrap(),
+                Grantee::Person("alice@example.com".into())
+            );
+            assert_eq!(
+                grantee("corp.test").unwrap(),
+                Grantee::Domain("corp.test".into())
+            );
+            assert_eq!(
+                grantee("admin@localhost").unwrap(),
+                Grantee::Person("admin@localhost".into())
+            );
+            for bad in [
+                "",
+                "alice",
+                "@corp.test",
+                "a b@corp.test",
+                "corp",
+                "localhost",
+                "alice@",
+                "evil.test;drop",
+            ] {
                 assert!(grantee(bad).is_err(), "{bad}");
             }
         }
 
         #[test]
         fn tool_lists_are_split_sorted_and_deduplicated() {
-            assert_eq!(tool_list(false, "b, a\na  b"), ToolList::Only(vec!["a".into(), "b".into()]));
+            assert_eq!(
+                tool_list(false, "b, a\na  b"),
+                ToolList::Only(vec!["a".into(), "b".into()])
+            );
             assert_eq!(tool_list(true, "ignored"), ToolList::All);
             assert_eq!(tool_list(false, ""), ToolList::Only(vec![]));
         }
@@ -116,10 +146,20 @@ pub async fn grant_entitlement(slug: String, grantee: String) -> Result<(), AppE
     let ctx = RequestContext::require_role(Role::Admin).await?;
     let grantee = support::grantee(&grantee).map_err(|e| responder.fail(e))?;
     let mut tx = state.pool.begin().await?;
-    registry::get_server(&mut *tx, &slug).await?.ok_or_else(|| responder.fail(AppError::NotFound))?;
+    registry::get_server(&mut *tx, &slug)
+        .await?
+        .ok_or_else(|| responder.fail(AppError::NotFound))?;
     if let Some(row) = grants::grant(&mut *tx, &slug, &grantee, ctx.user.id).await? {
-        let payload = serde_json::json!({"grant_id": row.id, "email": row.email, "domain": row.domain});
-        crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "entitlement_granted", Some(&slug), &payload).await?;
+        let payload =
+            serde_json::json!({"grant_id": row.id, "email": row.email, "domain": row.domain});
+        crate::audit::ssr::writer::append(
+            &mut tx,
+            &ctx.actor(),
+            "entitlement_granted",
+            Some(&slug),
+            &payload,
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(())
@@ -136,9 +176,18 @@ pub async fn revoke_entitlement(id: i64) -> Result<(), AppError> {
     let responder = Responder::capture();
     let ctx = RequestContext::require_role(Role::Admin).await?;
     let mut tx = state.pool.begin().await?;
-    let row = grants::revoke(&mut *tx, id).await?.ok_or_else(|| responder.fail(AppError::NotFound))?;
+    let row = grants::revoke(&mut *tx, id)
+        .await?
+        .ok_or_else(|| responder.fail(AppError::NotFound))?;
     let payload = serde_json::json!({"grant_id": row.id, "email": row.email, "domain": row.domain});
-    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "entitlement_revoked", Some(&row.slug), &payload).await?;
+    crate::audit::ssr::writer::append(
+        &mut tx,
+        &ctx.actor(),
+        "entitlement_revoked",
+        Some(&row.slug),
+        &payload,
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -172,7 +221,10 @@ pub async fn reachable_by(email: String) -> Result<Vec<ReachableServer>, AppErro
     let state = crate::state::AppState::from_context()?;
     RequestContext::require_role(Role::Admin).await?;
     let rows = super::ssr::grants::reachable(&state.pool, email.trim()).await?;
-    Ok(rows.into_iter().map(|(slug, display_name)| ReachableServer { slug, display_name }).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(slug, display_name)| ReachableServer { slug, display_name })
+        .collect())
 }
 
 /// The servers the signed-in person can reach.
@@ -182,7 +234,10 @@ pub async fn my_servers() -> Result<Vec<ReachableServer>, AppError> {
     let state = crate::state::AppState::from_context()?;
     let ctx = RequestContext::require().await?;
     let rows = super::ssr::grants::reachable(&state.pool, &ctx.user.email).await?;
-    Ok(rows.into_iter().map(|(slug, display_name)| ReachableServer { slug, display_name }).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(slug, display_name)| ReachableServer { slug, display_name })
+        .collect())
 }
 
 /// A server's tool policy with its tools and marks. Admins only.
@@ -197,7 +252,9 @@ pub async fn get_policy(slug: String) -> Result<PolicyView, AppError> {
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
     RequestContext::require_role(Role::Admin).await?;
-    registry::get_server(&state.pool, &slug).await?.ok_or_else(|| responder.fail(AppError::NotFound))?;
+    registry::get_server(&state.pool, &slug)
+        .await?
+        .ok_or_else(|| responder.fail(AppError::NotFound))?;
     let policy = policies::get(&state.pool, &slug).await?;
     let marked = marks::marked(&state.pool, &slug).await?;
     let items = registry::items(&state.pool, &slug).await?;
@@ -208,7 +265,11 @@ pub async fn get_policy(slug: String) -> Result<PolicyView, AppError> {
         .map(|t| PolicyTool {
             marked_read_only: marked.contains(&t.name),
             read_only_hint: t.read_only_hint,
-            visibility: t.visibility.iter().map(|v| format!("{v:?}").to_lowercase()).collect(),
+            visibility: t
+                .visibility
+                .iter()
+                .map(|v| format!("{v:?}").to_lowercase())
+                .collect(),
             name: t.name,
         })
         .collect();
@@ -244,19 +305,31 @@ pub async fn set_policy(
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
     let ctx = RequestContext::require_role(Role::Admin).await?;
-    let writing = WritingRule::parse(&writing_from_apps)
-        .ok_or_else(|| responder.fail(AppError::Invalid { field: "writing_from_apps".into() }))?;
+    let writing = WritingRule::parse(&writing_from_apps).ok_or_else(|| {
+        responder.fail(AppError::Invalid {
+            field: "writing_from_apps".into(),
+        })
+    })?;
     let new = Policy {
         playground: support::tool_list(playground_all.is_some(), &playground_tools),
         apps: support::tool_list(apps_all.is_some(), &app_tools),
         writing_from_apps: writing,
     };
     let mut tx = state.pool.begin().await?;
-    registry::get_server(&mut *tx, &slug).await?.ok_or_else(|| responder.fail(AppError::NotFound))?;
+    registry::get_server(&mut *tx, &slug)
+        .await?
+        .ok_or_else(|| responder.fail(AppError::NotFound))?;
     let old = policies::get(&mut *tx, &slug).await?;
     policies::set(&mut *tx, &slug, &new).await?;
     let payload = serde_json::json!({"old": old, "new": new});
-    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "policy_changed", Some(&slug), &payload).await?;
+    crate::audit::ssr::writer::append(
+        &mut tx,
+        &ctx.actor(),
+        "policy_changed",
+        Some(&slug),
+        &payload,
+    )
+    .await?;
     tx.commit().await?;
     leptos_axum::redirect(&format!("/admin/servers/{slug}/policy"));
     Ok(())
@@ -274,12 +347,13 @@ pub async fn mark_read_only(slug: String, tool: String, read_only: bool) -> Resu
     let responder = Responder::capture();
     let ctx = RequestContext::require_role(Role::Admin).await?;
     let mut tx = state.pool.begin().await?;
-    let digest: Option<String> =
-        sqlx::query_scalar("SELECT digest FROM server_items WHERE slug = $1 AND kind = 'tool' AND key = $2")
-            .bind(&slug)
-            .bind(&tool)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let digest: Option<String> = sqlx::query_scalar(
+        "SELECT digest FROM server_items WHERE slug = $1 AND kind = 'tool' AND key = $2",
+    )
+    .bind(&slug)
+    .bind(&tool)
+    .fetch_optional(&mut *tx)
+    .await?;
     let digest = digest.ok_or_else(|| responder.fail(AppError::NotFound))?;
     let kind = if read_only {
         marks::mark(&mut *tx, &slug, &tool, &digest, ctx.user.id).await?;
@@ -308,15 +382,23 @@ pub async fn set_role(email: String, role: String, granted: bool) -> Result<(), 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
     let ctx = RequestContext::require_role(Role::Admin).await?;
-    let role = Role::parse(&role).ok_or_else(|| responder.fail(AppError::Invalid { field: "role".into() }))?;
+    let role = Role::parse(&role).ok_or_else(|| {
+        responder.fail(AppError::Invalid {
+            field: "role".into(),
+        })
+    })?;
     let mut tx = state.pool.begin().await?;
-    let user_id: Option<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM users WHERE lower(email) = lower($1) ORDER BY created_at LIMIT 1")
-        .bind(email.trim())
-        .fetch_optional(&mut *tx)
-        .await?;
+    let user_id: Option<uuid::Uuid> = sqlx::query_scalar(
+        "SELECT id FROM users WHERE lower(email) = lower($1) ORDER BY created_at LIMIT 1",
+    )
+    .bind(email.trim())
+    .fetch_optional(&mut *tx)
+    .await?;
     let user_id = user_id.ok_or_else(|| responder.fail(AppError::NotFound))?;
     if user_id == ctx.user.id && role == Role::Admin && !granted {
-        return Err(responder.fail(AppError::Invalid { field: "role (you cannot remove your own admin role)".into() }));
+        return Err(responder.fail(AppError::Invalid {
+            field: "role (you cannot remove your own admin role)".into(),
+        }));
     }
     let changed = if granted {
         users::grant_role(&mut *tx, user_id, role).await?
@@ -324,8 +406,13 @@ pub async fn set_role(email: String, role: String, granted: bool) -> Result<(), 
         users::revoke_role(&mut *tx, user_id, role).await?
     };
     if changed {
-        let kind = if granted { "role_granted" } else { "role_revoked" };
-        let payload = serde_json::json!({"email": email.trim().to_lowercase(), "role": role.as_str()});
+        let kind = if granted {
+            "role_granted"
+        } else {
+            "role_revoked"
+        };
+        let payload =
+            serde_json::json!({"email": email.trim().to_lowercase(), "role": role.as_str()});
         crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), kind, None, &payload).await?;
     }
     tx.commit().await?;

@@ -29,7 +29,10 @@ fn AuditLog() -> impl IntoView {
     let query = use_query_map();
     let filters = move || {
         let q = query.read();
-        (FILTERS.map(|key| q.get(key).filter(|v| !v.is_empty())), q.get("before").and_then(|b| b.parse::<i64>().ok()))
+        (
+            FILTERS.map(|key| q.get(key).filter(|v| !v.is_empty())),
+            q.get("before").and_then(|b| b.parse::<i64>().ok()),
+        )
     };
     let page = Resource::new_blocking(filters, |([since, until, person, slug, kind], before)| {
         list_audit(since, until, person, slug, kind, before)

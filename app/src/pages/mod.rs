@@ -12,10 +12,10 @@ mod tokens_page;
 pub use admin::{
     AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage,
 };
-pub use audit_page::AuditPage;
-pub use tokens_page::TokensPage;
 pub use app_changes::AppChangesPage;
+pub use audit_page::AuditPage;
 pub use error_pages::{ErrorPage, ForbiddenPage, NotFoundPage, UnauthorizedPage};
 pub use home::HomePage;
 pub use people::PeoplePage;
 pub use sign_in::SignInPage;
+pub use tokens_page::TokensPage;

@@ -21,7 +21,13 @@ fn PeopleTable() -> impl IntoView {
     let people = Resource::new_blocking(move || set_role.version().get(), |_| list_people());
     // A refusal (such as removing your own admin role) comes back as the action's error,
     // with JavaScript or, after the redirect, in the URL without it.
-    let error = move || set_role.value().get().and_then(Result::err).map(|e| e.to_string());
+    let error = move || {
+        set_role
+            .value()
+            .get()
+            .and_then(Result::err)
+            .map(|e| e.to_string())
+    };
     view! {
         <h1>"People"</h1>
         {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
@@ -59,9 +65,15 @@ fn PersonRow(person: PersonView, set_role: ServerAction<SetRole>) -> impl IntoVi
             let role = role.as_str();
             let held = person.roles.iter().any(|r| r == role);
             let (text, label) = if held {
-                (format!("Revoke {role}"), format!("Revoke {role} from {}", person.email))
+                (
+                    format!("Revoke {role}"),
+                    format!("Revoke {role} from {}", person.email),
+                )
             } else {
-                (format!("Grant {role}"), format!("Grant {role} to {}", person.email))
+                (
+                    format!("Grant {role}"),
+                    format!("Grant {role} to {}", person.email),
+                )
             };
             let email = person.email.clone();
             view! {

@@ -3,7 +3,7 @@ use leptos_meta::Title;
 
 use crate::pages::ErrorPage;
 use crate::shell::Protected;
-use crate::tokens::{MintToken, RevokeToken, TokenView, list_my_tokens};
+use crate::tokens::{MintToken, RevokeToken, TokenView, list_my_tokens, take_minted_token};
 
 /// A person's own login tokens: mint (shown once), list, revoke.
 #[component]
@@ -58,9 +58,11 @@ fn Tokens(token_session: bool) -> impl IntoView {
 
 #[component]
 fn MintForm(mint: ServerAction<MintToken>) -> impl IntoView {
+    // A token minted without script waits in the session to be shown here, once.
+    let flashed = Resource::new_blocking(|| (), |_| take_minted_token());
     // The secret comes only from this answer: it is stored hashed and never fetched again.
     let result = move || {
-        mint.value().get().map(|result| match result {
+        mint.value().get().or_else(|| flashed.get().and_then(|r| r.ok().flatten()).map(Ok)).map(|result| match result {
             Ok(minted) => view! {
                 <div class="notice secret">
                     <p id="secret-title" role="status"><strong>"Token “" {minted.token.name} "” created."</strong>
@@ -83,19 +85,31 @@ fn MintForm(mint: ServerAction<MintToken>) -> impl IntoView {
                 <p id="days-help" class="help">"From 1 to 365 days."</p>
                 <button type="submit" class="primary">"Mint token"</button>
             </ActionForm>
-            // Hidden once the page is hydrated (style/main.css); a no-JS post redirects back
-            // here and the answer carrying the secret is lost.
-            <p class="notice no-js-only">"Without JavaScript the new token cannot be shown to you: \
-                turn JavaScript on for this page to mint one."</p>
-            {result}
+            // Under Suspense so server rendering waits for the session's flashed token.
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let _ = flashed.await;
+                    result
+                })}
+            </Suspense>
         </section>
     }
 }
 
 /// A table of tokens with a Revoke button for each live one; shared with the admin page.
 #[component]
-pub fn TokenTable(tokens: Vec<TokenView>, revoke: ServerAction<RevokeToken>, show_owner: bool) -> impl IntoView {
-    let error = move || revoke.value().get().and_then(Result::err).map(|e| e.to_string());
+pub fn TokenTable(
+    tokens: Vec<TokenView>,
+    revoke: ServerAction<RevokeToken>,
+    show_owner: bool,
+) -> impl IntoView {
+    let error = move || {
+        revoke
+            .value()
+            .get()
+            .and_then(Result::err)
+            .map(|e| e.to_string())
+    };
     view! {
         {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
         <table>

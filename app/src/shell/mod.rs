@@ -18,8 +18,8 @@ pub use theme::{Theme, ThemeToggle};
 
 use crate::auth::get_me;
 use crate::pages::{
-    AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage, AppChangesPage,
-    AuditPage, HomePage, NotFoundPage, PeoplePage, SignInPage, TokensPage,
+    AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage,
+    AppChangesPage, AuditPage, HomePage, NotFoundPage, PeoplePage, SignInPage, TokensPage,
 };
 
 /// The HTML document around the app. `theme` comes from the person's saved choice so the

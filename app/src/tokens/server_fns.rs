@@ -46,23 +46,67 @@ pub async fn mint_token(name: String, days: u32) -> Result<MintedToken, AppError
     use crate::error::Responder;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
+    let form_post = crate::error::is_form_post();
+    let session: tower_sessions::Session =
+        leptos_axum::extract().await.map_err(AppError::internal)?;
     let ctx = RequestContext::require().await?;
     if ctx.session_kind == SessionKind::Token {
         return Err(responder.fail(AppError::Forbidden));
     }
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 80 || name.chars().any(char::is_control) {
-        return Err(responder.fail(AppError::Invalid { field: "name".into() }));
+        return Err(responder.fail(AppError::Invalid {
+            field: "name".into(),
+        }));
     }
     if !(1..=365).contains(&days) {
-        return Err(responder.fail(AppError::Invalid { field: "days".into() }));
+        return Err(responder.fail(AppError::Invalid {
+            field: "days".into(),
+        }));
     }
     let mut tx = state.pool.begin().await?;
-    let (row, secret) = super::ssr::store::mint(&mut *tx, ctx.user.id, name, time::Duration::days(days.into())).await?;
+    let (row, secret) = super::ssr::store::mint(
+        &mut *tx,
+        ctx.user.id,
+        name,
+        time::Duration::days(days.into()),
+    )
+    .await?;
     let payload = serde_json::json!({"token_id": row.id, "name": row.name, "expires_at": view(&row, "").expires});
-    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_minted", None, &payload).await?;
+    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_minted", None, &payload)
+        .await?;
     tx.commit().await?;
-    Ok(MintedToken { token: view(&row, &ctx.user.email), secret: secret.expose().to_owned() })
+    let minted = MintedToken {
+        token: view(&row, &ctx.user.email),
+        secret: secret.expose().to_owned(),
+    };
+    if form_post {
+        // Without script the answer is dropped by the redirect back to the page; the page
+        // takes the secret from the session once instead (`take_minted_token`).
+        session
+            .insert(MINTED_KEY, &minted)
+            .await
+            .map_err(AppError::internal)?;
+    }
+    Ok(minted)
+}
+
+/// Session key of a token minted by a plain form post, waiting to be shown once.
+#[cfg(feature = "ssr")]
+const MINTED_KEY: &str = "strad.minted_token";
+
+/// The token minted by this browser's last plain form post, once: it is removed as it is
+/// read.
+#[server(prefix = "/api", endpoint = "tokens/take-minted")]
+pub async fn take_minted_token() -> Result<Option<MintedToken>, AppError> {
+    use crate::auth::ssr::context::RequestContext;
+    let session: tower_sessions::Session =
+        leptos_axum::extract().await.map_err(AppError::internal)?;
+    RequestContext::require().await?;
+    session
+        .remove::<MintedToken>(MINTED_KEY)
+        .await
+        .map_err(AppError::internal)
 }
 
 /// The signed-in person's own tokens.
@@ -96,12 +140,20 @@ pub async fn revoke_token(id: String) -> Result<(), AppError> {
     let responder = Responder::capture();
     let ctx = RequestContext::require().await?;
     let id: uuid::Uuid = id.parse().map_err(|_| responder.fail(AppError::NotFound))?;
-    let owner = if ctx.roles.contains(&Role::Admin) { None } else { Some(ctx.user.id) };
+    let owner = if ctx.roles.contains(&Role::Admin) {
+        None
+    } else {
+        Some(ctx.user.id)
+    };
     let mut tx = state.pool.begin().await?;
     // Someone else's token answers like a missing one.
-    let row = super::ssr::store::revoke(&mut *tx, id, owner).await?.ok_or_else(|| responder.fail(AppError::NotFound))?;
-    let payload = serde_json::json!({"token_id": row.id, "name": row.name, "owner_id": row.user_id});
-    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_revoked", None, &payload).await?;
+    let row = super::ssr::store::revoke(&mut *tx, id, owner)
+        .await?
+        .ok_or_else(|| responder.fail(AppError::NotFound))?;
+    let payload =
+        serde_json::json!({"token_id": row.id, "name": row.name, "owner_id": row.user_id});
+    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_revoked", None, &payload)
+        .await?;
     tx.commit().await?;
     Ok(())
 }

@@ -1,10 +1,10 @@
 //! The last step of every sign-in, whichever way the person proved who they are.
 
-use app::auth::Role;
 use app::audit::ssr::writer::{self, Actor};
+use app::auth::Role;
 use app::auth::ssr::session::{PERSON_KEY, SessionKind, SessionPerson};
-use serde_json::json;
 use app::auth::ssr::users::{self, UserRow, VerifiedIdentity};
+use serde_json::json;
 use sqlx::PgPool;
 use tower_sessions::Session;
 
@@ -35,7 +35,8 @@ pub async fn complete_sign_in(
     {
         if users::grant_role(&mut *tx, user.id, Role::Admin).await? {
             tracing::info!(user.email = %identity.email, "bootstrap admin granted the admin role");
-            let payload = json!({"email": user.email, "role": "admin", "reason": "bootstrap admin"});
+            let payload =
+                json!({"email": user.email, "role": "admin", "reason": "bootstrap admin"});
             writer::append(&mut tx, &Actor::system(), "role_granted", None, &payload).await?;
         }
     }
@@ -43,12 +44,25 @@ pub async fn complete_sign_in(
         users::grant_role(&mut *tx, user.id, *role).await?;
     }
     let actor = Actor::person(user.id, &user.email);
-    writer::append(&mut tx, &actor, "sign_in", None, &json!({"issuer": user.issuer, "via": "browser"})).await?;
+    writer::append(
+        &mut tx,
+        &actor,
+        "sign_in",
+        None,
+        &json!({"issuer": user.issuer, "via": "browser"}),
+    )
+    .await?;
     tx.commit().await?;
 
     session.cycle_id().await?;
     session
-        .insert(PERSON_KEY, SessionPerson { user_id: user.id, kind: SessionKind::Browser })
+        .insert(
+            PERSON_KEY,
+            SessionPerson {
+                user_id: user.id,
+                kind: SessionKind::Browser,
+            },
+        )
         .await?;
     tracing::info!(user.id = %user.id, user.issuer = %user.issuer, "signed in");
     Ok(user)

@@ -27,7 +27,15 @@ pub async fn sign_out(
                 return StatusCode::SERVICE_UNAVAILABLE.into_response();
             }
         };
-        if let Err(err) = writer::append(&mut conn, &ctx.actor(), "sign_out", None, &serde_json::json!({})).await {
+        if let Err(err) = writer::append(
+            &mut conn,
+            &ctx.actor(),
+            "sign_out",
+            None,
+            &serde_json::json!({}),
+        )
+        .await
+        {
             tracing::error!(error.message = %err, "could not record the sign-out");
         }
     }

@@ -15,7 +15,12 @@ use tower_sessions::Session;
 use super::refused;
 use crate::startup::ServerState;
 
-pub async fn token_sign_in(State(state): State<ServerState>, session: Session, request: Request, next: Next) -> Response {
+pub async fn token_sign_in(
+    State(state): State<ServerState>,
+    session: Session,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.method() != Method::GET {
         return next.run(request).await;
     }
@@ -23,7 +28,10 @@ pub async fn token_sign_in(State(state): State<ServerState>, session: Session, r
         return next.run(request).await;
     };
     // A token link from another site would sign this browser in as someone else.
-    let fetch_site = request.headers().get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    let fetch_site = request
+        .headers()
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok());
     if fetch_site.is_some_and(|site| !matches!(site, "same-origin" | "none")) {
         tracing::warn!("a token link from another site was refused");
         return refused(SignInError::LoginToken).into_response();
@@ -47,13 +55,33 @@ pub async fn token_sign_in(State(state): State<ServerState>, session: Session, r
 
 async fn start(state: &ServerState, session: &Session, token: &str) -> anyhow::Result<bool> {
     let mut tx = state.app.pool.begin().await?;
-    let Some(row) = store::verify(&mut *tx, token).await? else { return Ok(false) };
-    let email: String = sqlx::query_scalar("SELECT email FROM users WHERE id = $1").bind(row.user_id).fetch_one(&mut *tx).await?;
+    let Some(row) = store::verify(&mut *tx, token).await? else {
+        return Ok(false);
+    };
+    let email: String = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
+        .bind(row.user_id)
+        .fetch_one(&mut *tx)
+        .await?;
     let payload = serde_json::json!({"via": "login token", "token_id": row.id});
-    writer::append(&mut tx, &Actor::person(row.user_id, &email), "sign_in", None, &payload).await?;
+    writer::append(
+        &mut tx,
+        &Actor::person(row.user_id, &email),
+        "sign_in",
+        None,
+        &payload,
+    )
+    .await?;
     tx.commit().await?;
     session.cycle_id().await?;
-    session.insert(PERSON_KEY, SessionPerson { user_id: row.user_id, kind: SessionKind::Token }).await?;
+    session
+        .insert(
+            PERSON_KEY,
+            SessionPerson {
+                user_id: row.user_id,
+                kind: SessionKind::Token,
+            },
+        )
+        .await?;
     Ok(true)
 }
 
@@ -78,8 +106,14 @@ mod tests {
     #[test]
     fn the_token_is_taken_out_and_the_rest_kept() {
         assert_eq!(split_token("token=abc"), Some(("abc".into(), "".into())));
-        assert_eq!(split_token("view=week&token=abc&x=1"), Some(("abc".into(), "view=week&x=1".into())));
-        assert_eq!(split_token("token=a&token=b"), Some(("a".into(), "".into())));
+        assert_eq!(
+            split_token("view=week&token=abc&x=1"),
+            Some(("abc".into(), "view=week&x=1".into()))
+        );
+        assert_eq!(
+            split_token("token=a&token=b"),
+            Some(("a".into(), "".into()))
+        );
         assert_eq!(split_token("view=week"), None);
         assert_eq!(split_token(""), None);
     }

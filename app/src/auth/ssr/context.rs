@@ -31,7 +31,11 @@ impl RequestContext {
             return Ok(None);
         };
         let roles = users::roles_of(pool, user.id).await?;
-        Ok(Some(Self { user, roles, session_kind: person.kind }))
+        Ok(Some(Self {
+            user,
+            roles,
+            session_kind: person.kind,
+        }))
     }
 
     /// The context of the current Leptos request (server function or page render).

@@ -14,11 +14,17 @@ use crate::servers::ssr::registry::{self, ServerRow};
 
 /// The server, when `ctx` is entitled to it. A slug that does not exist answers exactly like
 /// one that is not granted (403), so the answer says nothing about which slugs exist.
-pub async fn entitled_server(pool: &PgPool, ctx: &RequestContext, slug: &str) -> Result<ServerRow, AppError> {
+pub async fn entitled_server(
+    pool: &PgPool,
+    ctx: &RequestContext,
+    slug: &str,
+) -> Result<ServerRow, AppError> {
     if !grants::is_entitled(pool, &ctx.user.email, slug).await? {
         return Err(AppError::Forbidden);
     }
-    registry::get_server(pool, slug).await?.ok_or(AppError::Forbidden)
+    registry::get_server(pool, slug)
+        .await?
+        .ok_or(AppError::Forbidden)
 }
 
 /// The decision for calling `tool` of `slug` from `surface`, after the entitlement check.
@@ -32,19 +38,32 @@ pub async fn tool_call(
     entitled_server(pool, ctx, slug).await?;
     let policy = policies::get(pool, slug).await?;
     let facts = tool_facts(pool, slug, tool).await?;
-    Ok(decide(ctx.session_kind == SessionKind::Token, surface, &policy, tool, facts.as_ref()))
+    Ok(decide(
+        ctx.session_kind == SessionKind::Token,
+        surface,
+        &policy,
+        tool,
+        facts.as_ref(),
+    ))
 }
 
 /// What discovery and the admin's marks say of one tool; `None` when the server did not list it.
-pub async fn tool_facts(pool: &PgPool, slug: &str, tool: &str) -> Result<Option<ToolFacts>, AppError> {
-    let info: Option<serde_json::Value> =
-        sqlx::query_scalar("SELECT info FROM server_items WHERE slug = $1 AND kind = $2 AND key = $3")
-            .bind(slug)
-            .bind(ItemKind::Tool.as_str())
-            .bind(tool)
-            .fetch_optional(pool)
-            .await?;
-    let Some(info) = info.and_then(|v| serde_json::from_value::<ToolInfo>(v).ok()) else { return Ok(None) };
+pub async fn tool_facts(
+    pool: &PgPool,
+    slug: &str,
+    tool: &str,
+) -> Result<Option<ToolFacts>, AppError> {
+    let info: Option<serde_json::Value> = sqlx::query_scalar(
+        "SELECT info FROM server_items WHERE slug = $1 AND kind = $2 AND key = $3",
+    )
+    .bind(slug)
+    .bind(ItemKind::Tool.as_str())
+    .bind(tool)
+    .fetch_optional(pool)
+    .await?;
+    let Some(info) = info.and_then(|v| serde_json::from_value::<ToolInfo>(v).ok()) else {
+        return Ok(None);
+    };
     let marked = marks::marked(pool, slug).await?.iter().any(|t| t == tool);
     Ok(Some(ToolFacts {
         visible_to_model: info.visibility.contains(&Visibility::Model),
@@ -71,7 +90,11 @@ mod tests {
             display_name: None,
         };
         let user: UserRow = users::upsert_user(pool, &identity).await.unwrap();
-        RequestContext { user, roles: vec![crate::auth::Role::Member], session_kind: kind }
+        RequestContext {
+            user,
+            roles: vec![crate::auth::Role::Member],
+            session_kind: kind,
+        }
     }
 
     /// A server `slug` with the tools: `reader` (readOnlyHint), `writer`, `app-only`
@@ -88,7 +111,12 @@ mod tests {
             ("app-only", json!(["App"]), true),
             ("model-only", json!(["Model"]), true),
         ] {
-            let visibility: Vec<String> = visibility.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_lowercase()).collect();
+            let visibility: Vec<String> = visibility
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_lowercase())
+                .collect();
             let info = json!({"name": name, "description": null, "resource_uri": null, "visibility": visibility,
                 "read_only_hint": hint, "annotations": null, "problem": null});
             sqlx::query("INSERT INTO server_items (slug, kind, key, digest, size, body, info) VALUES ($1, 'tool', $2, $3, 1, '', $4)")
@@ -103,7 +131,11 @@ mod tests {
     }
 
     async fn grant(pool: &PgPool, slug: &str, grantee: Grantee, by: &RequestContext) -> i64 {
-        grants::grant(pool, slug, &grantee, by.user.id).await.unwrap().unwrap().id
+        grants::grant(pool, slug, &grantee, by.user.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .id
     }
 
     #[sqlx::test(migrations = "../migrations")]
@@ -111,9 +143,18 @@ mod tests {
         server(&pool, "clock").await;
         let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
         let bob = person(&pool, "bob@example.com", SessionKind::Browser).await;
-        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        grant(
+            &pool,
+            "clock",
+            Grantee::Person("alice@example.com".into()),
+            &alice,
+        )
+        .await;
         assert!(entitled_server(&pool, &alice, "clock").await.is_ok());
-        assert_eq!(entitled_server(&pool, &bob, "clock").await.unwrap_err(), AppError::Forbidden);
+        assert_eq!(
+            entitled_server(&pool, &bob, "clock").await.unwrap_err(),
+            AppError::Forbidden
+        );
     }
 
     #[sqlx::test(migrations = "../migrations")]
@@ -121,9 +162,19 @@ mod tests {
         server(&pool, "clock").await;
         let admin = person(&pool, "root@corp.test", SessionKind::Browser).await;
         grant(&pool, "clock", Grantee::Domain("corp.test".into()), &admin).await;
-        for (email, ok) in [("erin@corp.test", true), ("ERIN@Corp.Test", true), ("mallory@evilcorp.test", false), ("x@sub.corp.test", false), ("corp.test@other.test", false)] {
+        for (email, ok) in [
+            ("erin@corp.test", true),
+            ("ERIN@Corp.Test", true),
+            ("mallory@evilcorp.test", false),
+            ("x@sub.corp.test", false),
+            ("corp.test@other.test", false),
+        ] {
             let ctx = person(&pool, email, SessionKind::Browser).await;
-            assert_eq!(entitled_server(&pool, &ctx, "clock").await.is_ok(), ok, "{email}");
+            assert_eq!(
+                entitled_server(&pool, &ctx, "clock").await.is_ok(),
+                ok,
+                "{email}"
+            );
         }
     }
 
@@ -131,44 +182,90 @@ mod tests {
     async fn a_revoked_grant_entitles_no_more(pool: PgPool) {
         server(&pool, "clock").await;
         let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
-        let id = grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        let id = grant(
+            &pool,
+            "clock",
+            Grantee::Person("alice@example.com".into()),
+            &alice,
+        )
+        .await;
         assert!(entitled_server(&pool, &alice, "clock").await.is_ok());
         grants::revoke(&pool, id).await.unwrap();
-        assert_eq!(entitled_server(&pool, &alice, "clock").await.unwrap_err(), AppError::Forbidden);
-        assert_eq!(tool_call(&pool, &alice, "clock", "reader", Surface::Playground).await.unwrap_err(), AppError::Forbidden);
+        assert_eq!(
+            entitled_server(&pool, &alice, "clock").await.unwrap_err(),
+            AppError::Forbidden
+        );
+        assert_eq!(
+            tool_call(&pool, &alice, "clock", "reader", Surface::Playground)
+                .await
+                .unwrap_err(),
+            AppError::Forbidden
+        );
     }
 
     #[sqlx::test(migrations = "../migrations")]
     async fn a_slug_that_does_not_exist_answers_exactly_like_one_not_granted(pool: PgPool) {
         server(&pool, "clock").await;
         let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
-        let missing = entitled_server(&pool, &alice, "no-such-server").await.unwrap_err();
+        let missing = entitled_server(&pool, &alice, "no-such-server")
+            .await
+            .unwrap_err();
         let not_granted = entitled_server(&pool, &alice, "clock").await.unwrap_err();
         assert_eq!(missing, not_granted);
         assert_eq!(missing, AppError::Forbidden);
-        let missing = tool_call(&pool, &alice, "no-such-server", "reader", Surface::App).await.unwrap_err();
-        let not_granted = tool_call(&pool, &alice, "clock", "reader", Surface::App).await.unwrap_err();
-        assert_eq!((missing.clone(), missing.status()), (not_granted.clone(), not_granted.status()));
+        let missing = tool_call(&pool, &alice, "no-such-server", "reader", Surface::App)
+            .await
+            .unwrap_err();
+        let not_granted = tool_call(&pool, &alice, "clock", "reader", Surface::App)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (missing.clone(), missing.status()),
+            (not_granted.clone(), not_granted.status())
+        );
     }
 
     #[sqlx::test(migrations = "../migrations")]
     async fn a_disabled_server_is_reached_by_nobody(pool: PgPool) {
         server(&pool, "clock").await;
         let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
-        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
-        sqlx::query("UPDATE servers SET enabled = false").execute(&pool).await.unwrap();
-        assert_eq!(entitled_server(&pool, &alice, "clock").await.unwrap_err(), AppError::Forbidden);
+        grant(
+            &pool,
+            "clock",
+            Grantee::Person("alice@example.com".into()),
+            &alice,
+        )
+        .await;
+        sqlx::query("UPDATE servers SET enabled = false")
+            .execute(&pool)
+            .await
+            .unwrap();
+        assert_eq!(
+            entitled_server(&pool, &alice, "clock").await.unwrap_err(),
+            AppError::Forbidden
+        );
     }
 
     #[sqlx::test(migrations = "../migrations")]
     async fn a_token_session_may_not_call_tools_from_the_playground_or_an_app(pool: PgPool) {
         server(&pool, "clock").await;
         let viewer = person(&pool, "alice@example.com", SessionKind::Token).await;
-        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &viewer).await;
-        assert!(entitled_server(&pool, &viewer, "clock").await.is_ok(), "it may view");
+        grant(
+            &pool,
+            "clock",
+            Grantee::Person("alice@example.com".into()),
+            &viewer,
+        )
+        .await;
+        assert!(
+            entitled_server(&pool, &viewer, "clock").await.is_ok(),
+            "it may view"
+        );
         for surface in [Surface::Playground, Surface::App] {
             assert_eq!(
-                tool_call(&pool, &viewer, "clock", "reader", surface).await.unwrap(),
+                tool_call(&pool, &viewer, "clock", "reader", surface)
+                    .await
+                    .unwrap(),
                 Decision::Refuse(Refusal::TokenSession)
             );
         }
@@ -178,21 +275,53 @@ mod tests {
     async fn every_decision_under_the_default_policy(pool: PgPool) {
         server(&pool, "clock").await;
         let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
-        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        grant(
+            &pool,
+            "clock",
+            Grantee::Person("alice@example.com".into()),
+            &alice,
+        )
+        .await;
         let cases = [
             ("reader", Surface::Playground, Decision::Run),
             ("reader", Surface::App, Decision::Run),
             ("writer", Surface::Playground, Decision::Run),
-            ("writer", Surface::App, Decision::Refuse(Refusal::WritingDenied)),
+            (
+                "writer",
+                Surface::App,
+                Decision::Refuse(Refusal::WritingDenied),
+            ),
             ("app-only", Surface::App, Decision::Run),
-            ("app-only", Surface::Playground, Decision::Refuse(Refusal::NotVisible)),
-            ("app-only", Surface::McpClient, Decision::Refuse(Refusal::NotVisible)),
-            ("model-only", Surface::App, Decision::Refuse(Refusal::NotVisible)),
+            (
+                "app-only",
+                Surface::Playground,
+                Decision::Refuse(Refusal::NotVisible),
+            ),
+            (
+                "app-only",
+                Surface::McpClient,
+                Decision::Refuse(Refusal::NotVisible),
+            ),
+            (
+                "model-only",
+                Surface::App,
+                Decision::Refuse(Refusal::NotVisible),
+            ),
             ("model-only", Surface::McpClient, Decision::Run),
-            ("missing", Surface::Playground, Decision::Refuse(Refusal::UnknownTool)),
+            (
+                "missing",
+                Surface::Playground,
+                Decision::Refuse(Refusal::UnknownTool),
+            ),
         ];
         for (tool, surface, expected) in cases {
-            assert_eq!(tool_call(&pool, &alice, "clock", tool, surface).await.unwrap(), expected, "{tool} from {surface:?}");
+            assert_eq!(
+                tool_call(&pool, &alice, "clock", tool, surface)
+                    .await
+                    .unwrap(),
+                expected,
+                "{tool} from {surface:?}"
+            );
         }
     }
 
@@ -200,7 +329,13 @@ mod tests {
     async fn the_policy_lists_and_the_ask_rule_apply(pool: PgPool) {
         server(&pool, "clock").await;
         let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
-        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
+        grant(
+            &pool,
+            "clock",
+            Grantee::Person("alice@example.com".into()),
+            &alice,
+        )
+        .await;
         let policy = Policy {
             playground: ToolList::Only(vec!["reader".into()]),
             apps: ToolList::Only(vec!["writer".into(), "reader".into()]),
@@ -208,27 +343,74 @@ mod tests {
         };
         policies::set(&pool, "clock", &policy).await.unwrap();
         assert_eq!(policies::get(&pool, "clock").await.unwrap(), policy);
-        assert_eq!(tool_call(&pool, &alice, "clock", "reader", Surface::Playground).await.unwrap(), Decision::Run);
-        assert_eq!(tool_call(&pool, &alice, "clock", "writer", Surface::Playground).await.unwrap(), Decision::Refuse(Refusal::NotInPolicy));
-        assert_eq!(tool_call(&pool, &alice, "clock", "writer", Surface::App).await.unwrap(), Decision::Ask);
-        assert_eq!(tool_call(&pool, &alice, "clock", "app-only", Surface::App).await.unwrap(), Decision::Refuse(Refusal::NotInPolicy));
+        assert_eq!(
+            tool_call(&pool, &alice, "clock", "reader", Surface::Playground)
+                .await
+                .unwrap(),
+            Decision::Run
+        );
+        assert_eq!(
+            tool_call(&pool, &alice, "clock", "writer", Surface::Playground)
+                .await
+                .unwrap(),
+            Decision::Refuse(Refusal::NotInPolicy)
+        );
+        assert_eq!(
+            tool_call(&pool, &alice, "clock", "writer", Surface::App)
+                .await
+                .unwrap(),
+            Decision::Ask
+        );
+        assert_eq!(
+            tool_call(&pool, &alice, "clock", "app-only", Surface::App)
+                .await
+                .unwrap(),
+            Decision::Refuse(Refusal::NotInPolicy)
+        );
     }
 
     #[sqlx::test(migrations = "../migrations")]
     async fn an_admins_mark_makes_a_tool_read_only_until_its_definition_changes(pool: PgPool) {
         server(&pool, "clock").await;
         let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
-        grant(&pool, "clock", Grantee::Person("alice@example.com".into()), &alice).await;
-        marks::mark(&pool, "clock", "writer", "digest-of-writer", alice.user.id).await.unwrap();
-        assert_eq!(tool_call(&pool, &alice, "clock", "writer", Surface::App).await.unwrap(), Decision::Run);
+        grant(
+            &pool,
+            "clock",
+            Grantee::Person("alice@example.com".into()),
+            &alice,
+        )
+        .await;
+        marks::mark(&pool, "clock", "writer", "digest-of-writer", alice.user.id)
+            .await
+            .unwrap();
+        assert_eq!(
+            tool_call(&pool, &alice, "clock", "writer", Surface::App)
+                .await
+                .unwrap(),
+            Decision::Run
+        );
 
         // The server changes the tool: the mark no longer holds, even before it is cleared.
-        sqlx::query("UPDATE server_items SET digest = 'a-new-digest' WHERE key = 'writer'").execute(&pool).await.unwrap();
-        assert_eq!(tool_call(&pool, &alice, "clock", "writer", Surface::App).await.unwrap(), Decision::Refuse(Refusal::WritingDenied));
+        sqlx::query("UPDATE server_items SET digest = 'a-new-digest' WHERE key = 'writer'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        assert_eq!(
+            tool_call(&pool, &alice, "clock", "writer", Surface::App)
+                .await
+                .unwrap(),
+            Decision::Refuse(Refusal::WritingDenied)
+        );
         let mut conn = pool.acquire().await.unwrap();
-        assert_eq!(marks::clear_stale(&mut conn, "clock").await.unwrap(), ["writer"]);
+        assert_eq!(
+            marks::clear_stale(&mut conn, "clock").await.unwrap(),
+            ["writer"]
+        );
         let (kind, payload): (String, serde_json::Value) =
-            sqlx::query_as("SELECT kind, payload FROM audit_log ORDER BY id DESC LIMIT 1").fetch_one(&pool).await.unwrap();
+            sqlx::query_as("SELECT kind, payload FROM audit_log ORDER BY id DESC LIMIT 1")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
         assert_eq!(kind, "read_only_mark_cleared");
         assert_eq!(payload["tool"], "writer");
         assert!(marks::marked(&pool, "clock").await.unwrap().is_empty());

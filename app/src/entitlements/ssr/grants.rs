@@ -74,9 +74,16 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<GrantRow>, sqlx::Error>
 
 /// Whether `email` may reach `slug`: a grant to the address or to its domain, on a server
 /// that exists and is enabled.
-pub async fn is_entitled(db: impl PgExecutor<'_>, email: &str, slug: &str) -> Result<bool, sqlx::Error> {
+pub async fn is_entitled(
+    db: impl PgExecutor<'_>,
+    email: &str,
+    slug: &str,
+) -> Result<bool, sqlx::Error> {
     let email = email.to_lowercase();
-    let domain = email.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    let domain = email
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default();
     sqlx::query_scalar(
         "SELECT EXISTS (
             SELECT 1 FROM entitlements e JOIN servers s ON s.slug = e.slug
@@ -90,9 +97,15 @@ pub async fn is_entitled(db: impl PgExecutor<'_>, email: &str, slug: &str) -> Re
 }
 
 /// The enabled servers `email` may reach, with display names, by slug.
-pub async fn reachable(db: impl PgExecutor<'_>, email: &str) -> Result<Vec<(String, String)>, sqlx::Error> {
+pub async fn reachable(
+    db: impl PgExecutor<'_>,
+    email: &str,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
     let email = email.to_lowercase();
-    let domain = email.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default();
+    let domain = email
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default();
     sqlx::query_as(
         "SELECT DISTINCT s.slug, s.display_name FROM entitlements e JOIN servers s ON s.slug = e.slug
          WHERE s.enabled AND (e.email = $1 OR e.domain = $2) ORDER BY s.slug",

@@ -8,7 +8,13 @@ use uuid::Uuid;
 use crate::audit::ssr::writer::{self, Actor};
 
 /// Marks `tool` read-only at its current fingerprint `digest`.
-pub async fn mark(db: impl PgExecutor<'_>, slug: &str, tool: &str, digest: &str, by: Uuid) -> Result<(), sqlx::Error> {
+pub async fn mark(
+    db: impl PgExecutor<'_>,
+    slug: &str,
+    tool: &str,
+    digest: &str,
+    by: Uuid,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO read_only_marks (slug, tool, digest, marked_by) VALUES ($1, $2, $3, $4)
          ON CONFLICT (slug, tool) DO UPDATE SET digest = EXCLUDED.digest,
@@ -60,7 +66,14 @@ pub async fn clear_stale(conn: &mut PgConnection, slug: &str) -> Result<Vec<Stri
     .await?;
     for (tool, digest) in &cleared {
         let payload = json!({"tool": tool, "marked_digest": digest, "reason": "the tool's definition changed"});
-        writer::append(conn, &Actor::system(), "read_only_mark_cleared", Some(slug), &payload).await?;
+        writer::append(
+            conn,
+            &Actor::system(),
+            "read_only_mark_cleared",
+            Some(slug),
+            &payload,
+        )
+        .await?;
         tracing::warn!(server.slug = %slug, tool = %tool, "read-only mark cleared: the tool's definition changed");
     }
     Ok(cleared.into_iter().map(|(tool, _)| tool).collect())

@@ -3,7 +3,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::auth::Role;
-use crate::entitlements::{GrantEntitlement, GrantView, RevokeEntitlement, list_entitlements, reachable_by};
+use crate::entitlements::{
+    GrantEntitlement, GrantView, RevokeEntitlement, list_entitlements, reachable_by,
+};
 use crate::pages::ErrorPage;
 use crate::servers::list_servers;
 use crate::shell::Protected;
@@ -27,7 +29,13 @@ fn Entitlements() -> impl IntoView {
         move || (grant.version().get(), revoke.version().get()),
         |_| list_entitlements(),
     );
-    let revoke_error = move || revoke.value().get().and_then(Result::err).map(|e| e.to_string());
+    let revoke_error = move || {
+        revoke
+            .value()
+            .get()
+            .and_then(Result::err)
+            .map(|e| e.to_string())
+    };
     view! {
         <h1>"Entitlements"</h1>
         <GrantForm grant />
@@ -56,7 +64,9 @@ fn GrantForm(grant: ServerAction<GrantEntitlement>) -> impl IntoView {
     let message = move || {
         grant.value().get().map(|result| match result {
             Ok(()) => view! { <p class="notice" role="status">"Granted."</p> }.into_any(),
-            Err(e) => view! { <p class="notice notice-error" role="alert">{e.to_string()}</p> }.into_any(),
+            Err(e) => {
+                view! { <p class="notice notice-error" role="alert">{e.to_string()}</p> }.into_any()
+            }
         })
     };
     view! {
@@ -137,11 +147,17 @@ fn GrantsTable(grants: Vec<GrantView>, revoke: ServerAction<RevokeEntitlement>) 
 fn Lookup() -> impl IntoView {
     let query = use_query_map();
     let person = move || {
-        query.read().get("person").map(|p| p.trim().to_owned()).filter(|p| !p.is_empty())
+        query
+            .read()
+            .get("person")
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
     };
     let reach = Resource::new_blocking(person, |person| async move {
         match person {
-            Some(email) => reachable_by(email.clone()).await.map(|servers| Some((email, servers))),
+            Some(email) => reachable_by(email.clone())
+                .await
+                .map(|servers| Some((email, servers))),
             None => Ok(None),
         }
     });

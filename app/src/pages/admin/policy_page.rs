@@ -39,9 +39,18 @@ fn Policy() -> impl IntoView {
 }
 
 #[component]
-fn PolicyDetails(policy: PolicyView, set: ServerAction<SetPolicy>, mark: ServerAction<MarkReadOnly>) -> impl IntoView {
+fn PolicyDetails(
+    policy: PolicyView,
+    set: ServerAction<SetPolicy>,
+    mark: ServerAction<MarkReadOnly>,
+) -> impl IntoView {
     let slug = policy.slug.clone();
-    let mark_error = move || mark.value().get().and_then(Result::err).map(|e| e.to_string());
+    let mark_error = move || {
+        mark.value()
+            .get()
+            .and_then(Result::err)
+            .map(|e| e.to_string())
+    };
     view! {
         <h1>"Tool policy " <code>{slug.clone()}</code></h1>
         <p><a href=format!("/admin/servers/{slug}")>"Back to the server"</a></p>
@@ -65,7 +74,12 @@ fn PolicyDetails(policy: PolicyView, set: ServerAction<SetPolicy>, mark: ServerA
 
 #[component]
 fn PolicyForm(policy: PolicyView, set: ServerAction<SetPolicy>) -> impl IntoView {
-    let error = move || set.value().get().and_then(Result::err).map(|e| e.to_string());
+    let error = move || {
+        set.value()
+            .get()
+            .and_then(Result::err)
+            .map(|e| e.to_string())
+    };
     let saved = move || matches!(set.value().get(), Some(Ok(())));
     let ask = policy.writing_from_apps == "ask";
     view! {
@@ -141,7 +155,11 @@ fn ToolListField(
 }
 
 #[component]
-fn ToolsTable(slug: String, tools: Vec<PolicyTool>, mark: ServerAction<MarkReadOnly>) -> impl IntoView {
+fn ToolsTable(
+    slug: String,
+    tools: Vec<PolicyTool>,
+    mark: ServerAction<MarkReadOnly>,
+) -> impl IntoView {
     view! {
         <table>
             <caption>"Tools the server lists"</caption>

@@ -47,6 +47,7 @@ fn Details(detail: ServerDetail) -> impl IntoView {
             <dt>"Last discovery"</dt><dd>{s.last_discovery.clone().unwrap_or_else(|| "never".into())}</dd>
         </dl>
         <RefreshButton slug=s.slug.clone() />
+        <p><a href=format!("/admin/servers/{}/policy", s.slug)>"Tool policy and read-only marks"</a></p>
 
         <section aria-labelledby="apps-title">
             <h2 id="apps-title">"App resources"</h2>

@@ -98,7 +98,7 @@ fn RegisterForm() -> impl IntoView {
             <p>"Streamable HTTP servers are registered here. Servers started as a process (stdio) \
                 are declared in the configuration file only."</p>
             <ActionForm action=register>
-                <label>"Slug" <input name="slug" required pattern="[a-z0-9-]{1,40}" maxlength="40"
+                <label>"Slug" <input name="slug" required pattern="[a-z0-9\\-]{1,40}" maxlength="40"
                     aria-describedby="slug-help" /></label>
                 <p id="slug-help" class="help">"Lower-case letters, digits and hyphens; at most 40."</p>
                 <label>"Display name" <input name="display_name" required maxlength="100" /></label>

@@ -49,7 +49,10 @@ pub async fn mint(
 ) -> Result<(TokenRow, TokenSecret), sqlx::Error> {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
-    let secret = format!("{PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes));
+    let secret = format!(
+        "{PREFIX}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    );
     let row = sqlx::query_as::<_, TokenRow>(
         "INSERT INTO login_tokens (user_id, name, hash, expires_at) VALUES ($1, $2, $3, now() + $4)
          RETURNING id, user_id, name, created_at, expires_at, last_used_at, revoked_at",
@@ -64,7 +67,10 @@ pub async fn mint(
 }
 
 /// The live token with this secret (not revoked, not expired), marking it used.
-pub async fn verify(db: impl PgExecutor<'_>, secret: &str) -> Result<Option<TokenRow>, sqlx::Error> {
+pub async fn verify(
+    db: impl PgExecutor<'_>,
+    secret: &str,
+) -> Result<Option<TokenRow>, sqlx::Error> {
     if !secret.starts_with(PREFIX) || secret.len() > 200 {
         return Ok(None);
     }
@@ -78,7 +84,10 @@ pub async fn verify(db: impl PgExecutor<'_>, secret: &str) -> Result<Option<Toke
     .await
 }
 
-pub async fn list(db: impl PgExecutor<'_>, user_id: Option<Uuid>) -> Result<Vec<(TokenRow, String)>, sqlx::Error> {
+pub async fn list(
+    db: impl PgExecutor<'_>,
+    user_id: Option<Uuid>,
+) -> Result<Vec<(TokenRow, String)>, sqlx::Error> {
     #[derive(FromRow)]
     struct WithEmail {
         #[sqlx(flatten)]
@@ -98,7 +107,11 @@ pub async fn list(db: impl PgExecutor<'_>, user_id: Option<Uuid>) -> Result<Vec<
 }
 
 /// Revokes a token (of `owner` only, when given). Returns it when it was live.
-pub async fn revoke(db: impl PgExecutor<'_>, id: Uuid, owner: Option<Uuid>) -> Result<Option<TokenRow>, sqlx::Error> {
+pub async fn revoke(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+    owner: Option<Uuid>,
+) -> Result<Option<TokenRow>, sqlx::Error> {
     sqlx::query_as::<_, TokenRow>(
         "UPDATE login_tokens SET revoked_at = now()
          WHERE id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR user_id = $2)
