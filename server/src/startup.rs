@@ -150,20 +150,35 @@ impl Application {
         self.run_until(shutdown_signal()).await
     }
 
-    /// Serves until `signal` completes, then finishes the requests in flight.
+    /// Serves until `signal` completes, then finishes the requests in flight, giving them
+    /// `SHUTDOWN_GRACE` at most (a hung upstream must not keep the process alive forever).
     pub async fn run_until(
         self,
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let addr = self.listener.local_addr()?;
         tracing::info!(http.addr = %addr, http.public_url = %self.state.config.http.public_url, "strad listening");
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(signal)
-            .await?;
+        let (stopping, mut stop_seen) = tokio::sync::watch::channel(false);
+        let signal = async move {
+            signal.await;
+            let _ = stopping.send(true);
+        };
+        let server = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        let deadline = async move {
+            let _ = stop_seen.wait_for(|stopping| *stopping).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::select! {
+            served = server.into_future() => served?,
+            _ = deadline => tracing::warn!("requests still in flight after {SHUTDOWN_GRACE:?}; stopping anyway"),
+        }
         tracing::info!("strad stopped");
         Ok(())
     }
 }
+
+/// How long requests in flight may run on after SIGTERM.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn router(state: ServerState, pool: PgPool) -> Router {
     let config = &state.config;

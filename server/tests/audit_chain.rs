@@ -318,16 +318,6 @@ async fn strad_with_unknown_arguments_prints_usage_and_exits_2(pool: PgPool) {
 const EXPORTS: [&str; 2] = ["/audit/export.csv", "/audit/export.json"];
 
 /// A browser signed in as the local admin, then left with only `roles` (and member).
-async fn signed_in_with(app: &TestApp, roles: &[&str]) -> reqwest::Client {
-    let browser = app.new_browser();
-    sign_in_locally(app, &browser).await;
-    sqlx::query("DELETE FROM user_roles WHERE NOT (role = ANY($1)) AND role <> 'member'")
-        .bind(roles.iter().map(|r| r.to_string()).collect::<Vec<_>>())
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    browser
-}
 
 async fn export(
     app: &TestApp,

@@ -94,17 +94,6 @@ const PAGES: &[(&str, &[&str])] = &[
     ("/tokens", &[]),
 ];
 
-async fn signed_in_with(app: &TestApp, roles: &[&str]) -> reqwest::Client {
-    let browser = app.new_browser();
-    sign_in_locally(app, &browser).await;
-    sqlx::query("DELETE FROM user_roles WHERE NOT (role = ANY($1)) AND role <> 'member'")
-        .bind(roles.iter().map(|r| r.to_string()).collect::<Vec<_>>())
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    browser
-}
-
 #[sqlx::test(migrations = false)]
 async fn anonymous_callers_get_401_from_every_protected_server_function(pool: PgPool) {
     let app = spawn_app(pool).await;

@@ -9,43 +9,6 @@ use sqlx::PgPool;
 use support::mcp::{ExampleServer, TestServer, npm_bin};
 use support::*;
 
-async fn admin(app: &TestApp) -> reqwest::Client {
-    let browser = app.new_browser();
-    sign_in_locally(app, &browser).await;
-    browser
-}
-
-async fn register(app: &TestApp, admin: &reqwest::Client, slug: &str, url: &str, apps: bool) {
-    let mut form = vec![
-        ("slug", slug),
-        ("display_name", slug),
-        ("url", url),
-        ("cap_tools", "on"),
-    ];
-    if apps {
-        form.push(("cap_apps", "on"));
-    }
-    let response = server_fn(app, admin, "servers/register", &form).await;
-    assert_eq!(
-        response.status(),
-        200,
-        "register {slug}: {}",
-        response.text().await.unwrap()
-    );
-}
-
-async fn detail(app: &TestApp, admin: &reqwest::Client, slug: &str) -> Value {
-    let response = server_fn(app, admin, "servers/get", &[("slug", slug)]).await;
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
-}
-
-async fn refresh(app: &TestApp, admin: &reqwest::Client, slug: &str) -> Value {
-    let response = server_fn(app, admin, "servers/refresh", &[("slug", slug)]).await;
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
-}
-
 fn tool<'a>(detail: &'a Value, name: &str) -> &'a Value {
     detail["tools"]
         .as_array()
@@ -117,13 +80,13 @@ async fn the_example_servers_are_discovered_alike_over_http_and_stdio(pool: PgPo
         })
         .collect();
     let app = spawn_app_with_file(pool, &file, &[]).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
 
     for (i, (bin, app_tool, uri, app_only)) in EXAMPLES.iter().enumerate() {
         let server = ExampleServer::start(bin).await;
         let http_slug = format!("http-{i}");
-        register(&app, &admin, &http_slug, &server.url, true).await;
-        let http = detail(&app, &admin, &http_slug).await;
+        register_server(&app, &admin, &http_slug, &server.url, true).await;
+        let http = server_detail(&app, &admin, &http_slug).await;
         assert_eq!(http["summary"]["status"], "Ok", "{bin}: {http}");
 
         let declaring = tool(&http, app_tool);
@@ -155,7 +118,7 @@ async fn the_example_servers_are_discovered_alike_over_http_and_stdio(pool: PgPo
         // The same package over stdio, declared in the file, discovered at start-up.
         let stdio_slug = format!("stdio-{i}");
         let stdio = eventually(60, "stdio discovery", || async {
-            let d = detail(&app, &admin, &stdio_slug).await;
+            let d = server_detail(&app, &admin, &stdio_slug).await;
             (d["summary"]["status"] == "Ok").then_some(d)
         })
         .await;
@@ -176,7 +139,7 @@ async fn the_example_servers_are_discovered_alike_over_http_and_stdio(pool: PgPo
             before > 0,
             "the first discovery recorded what the server ships"
         );
-        let outcome = refresh(&app, &admin, &http_slug).await;
+        let outcome = refresh_server(&app, &admin, &http_slug).await;
         assert_eq!(outcome["changes"], 0, "{bin}: {outcome}");
         assert_eq!(app_changes(&app.pool, &http_slug).await.len(), before);
     }
@@ -185,10 +148,10 @@ async fn the_example_servers_are_discovered_alike_over_http_and_stdio(pool: PgPo
 #[sqlx::test(migrations = false)]
 async fn a_changed_app_html_is_exactly_one_event_with_digests_diff_and_a_warning(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
-    register(&app, &admin, "widget", &server.url, true).await;
-    let before = detail(&app, &admin, "widget").await;
+    register_server(&app, &admin, "widget", &server.url, true).await;
+    let before = server_detail(&app, &admin, "widget").await;
     let old = app_resource(&before, "ui://test/widget.html").clone();
     let events_before = app_changes(&app.pool, "widget").await.len();
 
@@ -197,12 +160,12 @@ async fn a_changed_app_html_is_exactly_one_event_with_digests_diff_and_a_warning
             json!({"html": "<!doctype html><html><body><p>changed on purpose</p></body></html>"}),
         )
         .await;
-    refresh(&app, &admin, "widget").await;
+    refresh_server(&app, &admin, "widget").await;
 
     let events = app_changes(&app.pool, "widget").await;
     assert_eq!(events.len(), events_before + 1, "exactly one new event");
     let event = events.last().unwrap();
-    let after = detail(&app, &admin, "widget").await;
+    let after = server_detail(&app, &admin, "widget").await;
     let new = app_resource(&after, "ui://test/widget.html");
     assert_eq!(event["item_kind"], "app_resource");
     assert_eq!(event["item"], "ui://test/widget.html");
@@ -235,9 +198,9 @@ async fn a_tool_change_is_one_event_and_a_list_changed_notification_triggers_dis
     pool: PgPool,
 ) {
     let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
-    register(&app, &admin, "notify", &server.url, true).await;
+    register_server(&app, &admin, "notify", &server.url, true).await;
     let before = app_changes(&app.pool, "notify").await.len();
     // Wait until strad's session holds the notification stream open.
     eventually(20, "the SSE stream", || async {
@@ -280,10 +243,10 @@ async fn a_tool_change_is_one_event_and_a_list_changed_notification_triggers_dis
 #[sqlx::test(migrations = false)]
 async fn invalid_metadata_is_a_problem_of_its_item_not_of_the_server(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
-    register(&app, &admin, "meta", &server.url, true).await;
-    let d = detail(&app, &admin, "meta").await;
+    register_server(&app, &admin, "meta", &server.url, true).await;
+    let d = server_detail(&app, &admin, "meta").await;
     assert_eq!(d["summary"]["status"], "Ok");
     let problems = d["problems"].to_string();
     assert!(
@@ -312,21 +275,21 @@ async fn invalid_metadata_is_a_problem_of_its_item_not_of_the_server(pool: PgPoo
 #[sqlx::test(migrations = false)]
 async fn without_the_apps_capability_ui_resources_are_never_fetched(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
     // If strad read any resource, the test server would exit.
     server
         .control(json!({"fault": {"kind": "die", "on": "resources/read"}}))
         .await;
-    register(&app, &admin, "noapps", &server.url, false).await;
-    let d = detail(&app, &admin, "noapps").await;
+    register_server(&app, &admin, "noapps", &server.url, false).await;
+    let d = server_detail(&app, &admin, "noapps").await;
     assert_eq!(d["summary"]["status"], "Ok");
     assert_eq!(d["apps"], json!([]));
     assert!(
         d["tools"].as_array().unwrap().len() >= 4,
         "tools are still listed"
     );
-    refresh(&app, &admin, "noapps").await;
+    refresh_server(&app, &admin, "noapps").await;
     assert!(
         server.state().await.is_some(),
         "the server is alive: nothing was read"
@@ -345,9 +308,9 @@ async fn periodic_discovery_sees_a_change_the_server_did_not_announce(pool: PgPo
         )
         .await
     };
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
-    register(&app, &admin, "quiet", &server.url, true).await;
+    register_server(&app, &admin, "quiet", &server.url, true).await;
     let before = app_changes(&app.pool, "quiet").await.len();
     server
         .control(json!({"notify": false, "html": "<!doctype html><p>silently changed</p>"}))
@@ -365,9 +328,9 @@ async fn periodic_discovery_sees_a_change_the_server_did_not_announce(pool: PgPo
 async fn a_configured_server_that_is_down_at_start_is_failing_and_strad_runs(pool: PgPool) {
     let file = "[[servers]]\nslug = \"ghost\"\ncommand = [\"/nonexistent/strad-test-server\"]\ncapabilities = [\"tools\"]\n";
     let app = spawn_app_with_file(pool, file, &[]).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let status = eventually(20, "the start-up discovery", || async {
-        let d = detail(&app, &admin, "ghost").await;
+        let d = server_detail(&app, &admin, "ghost").await;
         d["summary"]["status"]["Failing"]
             .as_str()
             .map(str::to_owned)

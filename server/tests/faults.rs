@@ -9,33 +9,8 @@ use sqlx::PgPool;
 use support::mcp::{TestServer, free_port};
 use support::*;
 
-async fn admin(app: &TestApp) -> reqwest::Client {
-    let browser = app.new_browser();
-    sign_in_locally(app, &browser).await;
-    browser
-}
-
-async fn register(app: &TestApp, admin: &reqwest::Client, slug: &str, url: &str) {
-    let form = [
-        ("slug", slug),
-        ("display_name", slug),
-        ("url", url),
-        ("cap_tools", "on"),
-        ("cap_apps", "on"),
-    ];
-    let response = server_fn(app, admin, "servers/register", &form).await;
-    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
-}
-
-async fn refresh(app: &TestApp, admin: &reqwest::Client, slug: &str) -> Value {
-    let response = server_fn(app, admin, "servers/refresh", &[("slug", slug)]).await;
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
-}
-
 async fn status(app: &TestApp, admin: &reqwest::Client, slug: &str) -> Value {
-    let response = server_fn(app, admin, "servers/get", &[("slug", slug)]).await;
-    response.json::<Value>().await.unwrap()["summary"]["status"].clone()
+    server_detail(app, admin, slug).await["summary"]["status"].clone()
 }
 
 async fn still_serving(app: &TestApp) {
@@ -45,9 +20,9 @@ async fn still_serving(app: &TestApp) {
 #[sqlx::test(migrations = false)]
 async fn a_server_down_at_registration_is_reported_and_others_work(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let closed = format!("http://127.0.0.1:{}/mcp", free_port());
-    register(&app, &admin, "down", &closed).await;
+    register_server(&app, &admin, "down", &closed, true).await;
     let status_down = status(&app, &admin, "down").await;
     let failing = status_down["Failing"]
         .as_str()
@@ -59,7 +34,7 @@ async fn a_server_down_at_registration_is_reported_and_others_work(pool: PgPool)
     assert!(!log_lines(&["ERROR", "down", "discovery failed"]).is_empty());
 
     let healthy = TestServer::start().await;
-    register(&app, &admin, "healthy", &healthy.url).await;
+    register_server(&app, &admin, "healthy", &healthy.url, true).await;
     assert_eq!(status(&app, &admin, "healthy").await, "Ok");
     still_serving(&app).await;
 
@@ -81,16 +56,16 @@ async fn a_server_down_at_registration_is_reported_and_others_work(pool: PgPool)
 #[sqlx::test(migrations = false)]
 async fn a_server_that_dies_is_reached_again_after_it_restarts(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let port = free_port();
     let mut server = TestServer::start_on(port).await;
-    register(&app, &admin, "phoenix", &server.url).await;
+    register_server(&app, &admin, "phoenix", &server.url, true).await;
     assert_eq!(status(&app, &admin, "phoenix").await, "Ok");
 
     server
         .control(json!({"fault": {"kind": "die", "on": "tools/list"}}))
         .await;
-    let outcome = refresh(&app, &admin, "phoenix").await;
+    let outcome = refresh_server(&app, &admin, "phoenix").await;
     assert!(
         outcome["error"]
             .as_str()
@@ -104,7 +79,7 @@ async fn a_server_that_dies_is_reached_again_after_it_restarts(pool: PgPool) {
 
     // Same port, new process: the next discovery reconnects by itself.
     let _restarted = TestServer::start_on(port).await;
-    let outcome = refresh(&app, &admin, "phoenix").await;
+    let outcome = refresh_server(&app, &admin, "phoenix").await;
     assert_eq!(outcome["error"], Value::Null, "{outcome}");
     assert_eq!(status(&app, &admin, "phoenix").await, "Ok");
 }
@@ -115,15 +90,15 @@ async fn a_hanging_server_times_out_and_then_works(pool: PgPool) {
         let (listener, base) = bind().await;
         spawn_app_on(pool, listener, base, &[("STRAD_MCP_TIMEOUT_SECONDS", "1")]).await
     };
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
-    register(&app, &admin, "sloth", &server.url).await;
+    register_server(&app, &admin, "sloth", &server.url, true).await;
 
     server
         .control(json!({"fault": {"kind": "hang", "on": "tools/list"}}))
         .await;
     let started = std::time::Instant::now();
-    let outcome = refresh(&app, &admin, "sloth").await;
+    let outcome = refresh_server(&app, &admin, "sloth").await;
     assert!(
         outcome["error"]
             .as_str()
@@ -138,19 +113,19 @@ async fn a_hanging_server_times_out_and_then_works(pool: PgPool) {
     still_serving(&app).await;
 
     server.control(json!({"fault": null})).await;
-    let outcome = refresh(&app, &admin, "sloth").await;
+    let outcome = refresh_server(&app, &admin, "sloth").await;
     assert_eq!(outcome["error"], Value::Null, "{outcome}");
 }
 
 #[sqlx::test(migrations = false)]
 async fn a_resource_over_the_byte_limit_is_a_problem_of_that_resource(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
     server
         .control(json!({"fault": {"kind": "huge", "on": "resources/read"}}))
         .await;
-    register(&app, &admin, "bloat", &server.url).await;
+    register_server(&app, &admin, "bloat", &server.url, true).await;
     let response = server_fn(&app, &admin, "servers/get", &[("slug", "bloat")]).await;
     let detail: Value = response.json().await.unwrap();
     assert_eq!(
@@ -165,7 +140,7 @@ async fn a_resource_over_the_byte_limit_is_a_problem_of_that_resource(pool: PgPo
     assert!(detail["tools"].as_array().unwrap().len() >= 4);
 
     server.control(json!({"fault": null})).await;
-    refresh(&app, &admin, "bloat").await;
+    refresh_server(&app, &admin, "bloat").await;
     let detail: Value = server_fn(&app, &admin, "servers/get", &[("slug", "bloat")])
         .await
         .json()
@@ -183,14 +158,14 @@ async fn a_resource_over_the_byte_limit_is_a_problem_of_that_resource(pool: PgPo
 #[sqlx::test(migrations = false)]
 async fn malformed_json_is_an_error_and_the_next_healthy_answer_works(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let admin = admin(&app).await;
+    let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
-    register(&app, &admin, "garbled", &server.url).await;
+    register_server(&app, &admin, "garbled", &server.url, true).await;
 
     server
         .control(json!({"fault": {"kind": "garbage", "on": "tools/list"}}))
         .await;
-    let outcome = refresh(&app, &admin, "garbled").await;
+    let outcome = refresh_server(&app, &admin, "garbled").await;
     let error = outcome["error"]
         .as_str()
         .unwrap_or_else(|| panic!("{outcome}"));
@@ -201,7 +176,7 @@ async fn malformed_json_is_an_error_and_the_next_healthy_answer_works(pool: PgPo
     still_serving(&app).await;
 
     server.control(json!({"fault": null})).await;
-    let outcome = refresh(&app, &admin, "garbled").await;
+    let outcome = refresh_server(&app, &admin, "garbled").await;
     assert_eq!(outcome["error"], Value::Null, "{outcome}");
     assert_eq!(status(&app, &admin, "garbled").await, "Ok");
 }

@@ -18,22 +18,15 @@ pub async fn register_server(
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
-    use crate::servers::ssr::client::Endpoint;
-    use crate::servers::ssr::registry::{self, ServerSpec};
+    use crate::servers::ssr::registry;
 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
     let ctx = RequestContext::require_role(Role::Admin).await?;
-    let spec = ServerSpec {
-        slug: form::slug(&slug).map_err(|e| responder.fail(e))?,
-        display_name: form::display_name(&display_name).map_err(|e| responder.fail(e))?,
-        endpoint: Endpoint::Http {
-            url: form::http_url(&url).map_err(|e| responder.fail(e))?,
-        },
-        from_config: false,
-        capabilities: form::capabilities([cap_tools, cap_prompts, cap_resources, cap_apps]),
-        enabled: true,
-    };
+    let slug = form::slug(&slug).map_err(|e| responder.fail(e))?;
+    let boxes = [cap_tools, cap_prompts, cap_resources, cap_apps];
+    let spec =
+        form::http_server(slug, &display_name, &url, boxes, true).map_err(|e| responder.fail(e))?;
     let mut tx = state.pool.begin().await?;
     let row = match registry::insert_server(&mut *tx, &spec).await {
         Ok(row) => row,

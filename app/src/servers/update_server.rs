@@ -19,8 +19,7 @@ pub async fn update_server(
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
-    use crate::servers::ssr::client::Endpoint;
-    use crate::servers::ssr::registry::{self, ServerSpec};
+    use crate::servers::ssr::registry;
     use serde_json::json;
 
     let state = crate::state::AppState::from_context()?;
@@ -35,16 +34,15 @@ pub async fn update_server(
             field: "server (declared in the configuration file)".into(),
         }));
     }
-    let spec = ServerSpec {
-        slug: old.slug.clone(),
-        display_name: form::display_name(&display_name).map_err(|e| responder.fail(e))?,
-        endpoint: Endpoint::Http {
-            url: form::http_url(&url).map_err(|e| responder.fail(e))?,
-        },
-        from_config: false,
-        capabilities: form::capabilities([cap_tools, cap_prompts, cap_resources, cap_apps]),
-        enabled: enabled.is_some(),
-    };
+    let boxes = [cap_tools, cap_prompts, cap_resources, cap_apps];
+    let spec = form::http_server(
+        old.slug.clone(),
+        &display_name,
+        &url,
+        boxes,
+        enabled.is_some(),
+    )
+    .map_err(|e| responder.fail(e))?;
     let new = registry::update_server(&mut *tx, &spec)
         .await?
         .ok_or_else(|| responder.fail(AppError::NotFound))?;

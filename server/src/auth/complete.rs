@@ -54,16 +54,20 @@ pub async fn complete_sign_in(
     .await?;
     tx.commit().await?;
 
-    session.cycle_id().await?;
-    session
-        .insert(
-            PERSON_KEY,
-            SessionPerson {
-                user_id: user.id,
-                kind: SessionKind::Browser,
-            },
-        )
-        .await?;
+    start_session(session, user.id, SessionKind::Browser).await?;
     tracing::info!(user.id = %user.id, user.issuer = %user.issuer, "signed in");
     Ok(user)
+}
+
+/// Signs the browser in: a new session id first (an id planted before sign-in is worthless
+/// after it), then the person.
+pub async fn start_session(
+    session: &Session,
+    user_id: uuid::Uuid,
+    kind: SessionKind,
+) -> Result<(), tower_sessions::session::Error> {
+    session.cycle_id().await?;
+    session
+        .insert(PERSON_KEY, SessionPerson { user_id, kind })
+        .await
 }

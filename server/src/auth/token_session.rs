@@ -4,7 +4,7 @@
 
 use app::audit::ssr::writer::{self, Actor};
 use app::auth::SignInError;
-use app::auth::ssr::session::{PERSON_KEY, SessionKind, SessionPerson};
+use app::auth::ssr::session::SessionKind;
 use app::tokens::ssr::store;
 use axum::extract::{Request, State};
 use axum::http::Method;
@@ -72,16 +72,7 @@ async fn start(state: &ServerState, session: &Session, token: &str) -> anyhow::R
     )
     .await?;
     tx.commit().await?;
-    session.cycle_id().await?;
-    session
-        .insert(
-            PERSON_KEY,
-            SessionPerson {
-                user_id: row.user_id,
-                kind: SessionKind::Token,
-            },
-        )
-        .await?;
+    super::complete::start_session(session, row.user_id, SessionKind::Token).await?;
     Ok(true)
 }
 

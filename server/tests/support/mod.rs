@@ -450,3 +450,71 @@ pub async fn server_fn(
         .await
         .unwrap()
 }
+
+/// A browser signed in as local mode's admin, then left with only `roles` (and member).
+pub async fn signed_in_with(app: &TestApp, roles: &[&str]) -> reqwest::Client {
+    let browser = app.new_browser();
+    sign_in_locally(app, &browser).await;
+    sqlx::query("DELETE FROM user_roles WHERE NOT (role = ANY($1)) AND role <> 'member'")
+        .bind(roles.iter().map(|r| r.to_string()).collect::<Vec<_>>())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    browser
+}
+
+/// A browser signed in as local mode's admin (every role).
+pub async fn signed_in_admin(app: &TestApp) -> reqwest::Client {
+    let browser = app.new_browser();
+    sign_in_locally(app, &browser).await;
+    browser
+}
+
+/// Registers a Streamable HTTP server through the server function (tools approved, and apps
+/// when `apps`).
+pub async fn register_server(
+    app: &TestApp,
+    admin: &reqwest::Client,
+    slug: &str,
+    url: &str,
+    apps: bool,
+) {
+    let mut form = vec![
+        ("slug", slug),
+        ("display_name", slug),
+        ("url", url),
+        ("cap_tools", "on"),
+    ];
+    if apps {
+        form.push(("cap_apps", "on"));
+    }
+    let response = server_fn(app, admin, "servers/register", &form).await;
+    assert_eq!(
+        response.status(),
+        200,
+        "register {slug}: {}",
+        response.text().await.unwrap()
+    );
+}
+
+/// The admin's view of one server.
+pub async fn server_detail(
+    app: &TestApp,
+    admin: &reqwest::Client,
+    slug: &str,
+) -> serde_json::Value {
+    let response = server_fn(app, admin, "servers/get", &[("slug", slug)]).await;
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// Runs discovery now; the refresh outcome.
+pub async fn refresh_server(
+    app: &TestApp,
+    admin: &reqwest::Client,
+    slug: &str,
+) -> serde_json::Value {
+    let response = server_fn(app, admin, "servers/refresh", &[("slug", slug)]).await;
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}

@@ -228,7 +228,8 @@ pub fn app_resource(
     })
 }
 
-fn string_list(value: Option<&Value>) -> Vec<String> {
+/// The strings of a JSON array (anything else in it, or no array, is skipped).
+pub fn string_list(value: Option<&Value>) -> Vec<String> {
     value
         .and_then(Value::as_array)
         .map(|items| {

@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::registry::ServerRow;
+use super::client::Endpoint;
+use super::registry::{ServerRow, ServerSpec};
 use crate::error::AppError;
 use crate::servers::{Capability, is_valid_slug};
 
@@ -53,6 +54,27 @@ pub fn capabilities(boxes: [Option<String>; 4]) -> Vec<Capability> {
         .filter(|(_, checked)| checked.is_some())
         .map(|(c, _)| c)
         .collect()
+}
+
+/// A UI-registered (Streamable HTTP) server from the form's fields; the first bad field is
+/// the error.
+pub fn http_server(
+    slug: String,
+    display_name: &str,
+    url: &str,
+    boxes: [Option<String>; 4],
+    enabled: bool,
+) -> Result<ServerSpec, AppError> {
+    Ok(ServerSpec {
+        slug,
+        display_name: self::display_name(display_name)?,
+        endpoint: Endpoint::Http {
+            url: http_url(url)?,
+        },
+        from_config: false,
+        capabilities: capabilities(boxes),
+        enabled,
+    })
 }
 
 pub fn is_constraint(err: &sqlx::Error, name: &str) -> bool {

@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 use time::macros::format_description;
 
 use super::changes::{Item, ItemKind};
-use super::discovery::{ItemProblem, ToolInfo};
+use super::discovery::{ItemProblem, ToolInfo, string_list};
 use super::registry::ServerRow;
 use crate::servers::views::*;
 
@@ -70,8 +70,8 @@ pub fn detail(row: &ServerRow, items: &[Item]) -> ServerDetail {
                 .unwrap_or_default()
                 .to_owned(),
             size: i.size,
-            resource_domains: strings(i.info.get("resource_domains")),
-            permissions: strings(i.info.get("permissions")),
+            resource_domains: string_list(i.info.get("resource_domains")),
+            permissions: string_list(i.info.get("permissions")),
             declared_by: tools
                 .iter()
                 .filter(|(t, _)| t.resource_uri.as_deref() == Some(i.key.as_str()))
@@ -121,17 +121,4 @@ pub fn detail(row: &ServerRow, items: &[Item]) -> ServerDetail {
             })
             .collect(),
     }
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
 }
