@@ -2,6 +2,7 @@
 //! (feature `ssr`) and the browser (feature `hydrate`). Code the browser never needs —
 //! queries, session handling — lives in `ssr` modules that never compile into the wasm.
 
+pub mod apps;
 pub mod audit;
 pub mod auth;
 pub mod entitlements;

@@ -1,0 +1,2 @@
+pub mod csp;
+pub mod scripts;
