@@ -240,6 +240,7 @@ const state = {
   tools: initialTools(),
   html: DEFAULT_HTML,
   fault: null, // {kind, on}
+  calls: {}, // tool name -> how many tools/call it received (GET /control shows it)
 };
 
 const sha256 = (text) => createHash('sha256').update(text).digest('hex');
@@ -294,6 +295,7 @@ function makeMcpServer() {
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { name, arguments: args = {} } = request.params;
+    state.calls[name] = (state.calls[name] ?? 0) + 1;
     const tool = state.tools.get(name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     if (tool.result !== undefined) return structuredClone(tool.result);
@@ -523,6 +525,7 @@ async function handleControl(req, res) {
       fault: state.fault,
       sessions: [...sessions].map(([id, s]) => ({ id, sse: s.sse > 0 })),
       hanging: hanging.size,
+      calls: state.calls,
     });
   }
   if (req.method !== 'POST') return sendJson(res, 405, { error: 'use GET or POST' }, { Allow: 'GET, POST' });

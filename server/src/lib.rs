@@ -1,5 +1,6 @@
 //! The strad server: configuration, start-up, and the routes that are not Leptos pages.
 
+pub mod apps;
 pub mod audit_export;
 pub mod auth;
 pub mod cli;

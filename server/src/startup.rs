@@ -206,6 +206,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .route("/auth/local", get(local::sign_in))
         .route("/auth/sign-out", post(sign_out::sign_out))
         .merge(crate::audit_export::routes())
+        .merge(crate::apps::routes())
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())

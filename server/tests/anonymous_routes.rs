@@ -101,6 +101,8 @@ async fn no_route_answers_an_anonymous_request_with_a_server_error(pool: PgPool)
         "/audit/export.json",
         "/audit/export.csv?since=nonsense",
         "/?token=strad_x",
+        "/apps/x/frame",
+        "/apps/x/tools/call",
     ];
     for path in gets {
         let status = app.get(path).await.status().as_u16();
@@ -111,6 +113,7 @@ async fn no_route_answers_an_anonymous_request_with_a_server_error(pool: PgPool)
         );
     }
     let posts = [
+        "/apps/x/tools/call",
         "/auth/sign-out",
         "/api/me",
         "/api/people",

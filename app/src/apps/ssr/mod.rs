@@ -1,2 +1,3 @@
 pub mod csp;
+pub mod pins;
 pub mod scripts;

@@ -1,0 +1,126 @@
+//! Pins: the first open of an app pins the resource for that person; later opens serve the
+//! pin, never a silently changed copy; a refresh re-pins on purpose. Every pin is audited.
+
+use serde_json::{Value, json};
+use sqlx::{FromRow, PgPool};
+use uuid::Uuid;
+
+use crate::audit::ssr::writer::{self, Actor};
+use crate::servers::ssr::canonical::sha256_hex;
+use crate::servers::ssr::client::Hub;
+use crate::servers::ssr::discovery;
+use crate::servers::ssr::registry::ServerRow;
+
+#[derive(Clone, Debug, FromRow)]
+pub struct PinRow {
+    pub uri: String,
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+    pub size: i64,
+    pub meta_ui: Value,
+    pub server_fingerprint: String,
+    pub pinned_at: time::OffsetDateTime,
+}
+
+impl PinRow {
+    /// The stored digest still matches the stored bytes.
+    pub fn is_intact(&self) -> bool {
+        sha256_hex(&self.bytes) == self.sha256 && self.size == self.bytes.len() as i64
+    }
+
+    pub fn resource_domains(&self) -> Vec<String> {
+        discovery::string_list(
+            self.meta_ui
+                .get("csp")
+                .and_then(|c| c.get("resourceDomains")),
+        )
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    #[error("the server could not be reached: {0}")]
+    Unreachable(String),
+    #[error("the app is not valid: {0}")]
+    Invalid(String),
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+pub async fn get(
+    pool: &PgPool,
+    user: Uuid,
+    slug: &str,
+    uri: &str,
+) -> Result<Option<PinRow>, sqlx::Error> {
+    sqlx::query_as::<_, PinRow>(
+        "SELECT uri, bytes, sha256, size, meta_ui, server_fingerprint, pinned_at FROM pins
+         WHERE user_id = $1 AND slug = $2 AND uri = $3",
+    )
+    .bind(user)
+    .bind(slug)
+    .bind(uri)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Reads the resource from the server now, checks it exactly as discovery does, and pins it
+/// (replacing an older pin). `kind` is the audit event: `app_pinned` or `app_repinned`.
+pub async fn pin(
+    pool: &PgPool,
+    hub: &Hub,
+    server: &ServerRow,
+    uri: &str,
+    actor: &Actor,
+    user: Uuid,
+    kind: &str,
+) -> Result<PinRow, PinError> {
+    let endpoint = server
+        .endpoint()
+        .ok_or_else(|| PinError::Unreachable("no endpoint".into()))?;
+    let read = hub
+        .read_resource(&server.slug, &endpoint, uri)
+        .await
+        .map_err(|e| PinError::Unreachable(e.to_string()))?;
+    let app = discovery::app_resource(uri, None, &read, hub.settings().resource_limit)
+        .map_err(PinError::Invalid)?;
+    let mut tx = pool.begin().await?;
+    let row = sqlx::query_as::<_, PinRow>(
+        "INSERT INTO pins (user_id, slug, uri, bytes, sha256, size, meta_ui, server_fingerprint)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (user_id, slug, uri) DO UPDATE SET bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256,
+            size = EXCLUDED.size, meta_ui = EXCLUDED.meta_ui, server_fingerprint = EXCLUDED.server_fingerprint,
+            pinned_at = now()
+         RETURNING uri, bytes, sha256, size, meta_ui, server_fingerprint, pinned_at",
+    )
+    .bind(user)
+    .bind(&server.slug)
+    .bind(uri)
+    .bind(&app.bytes)
+    .bind(&app.content_digest)
+    .bind(app.bytes.len() as i64)
+    .bind(&app.meta_ui)
+    .bind(&app.digest)
+    .fetch_one(&mut *tx)
+    .await?;
+    let payload = json!({"uri": uri, "sha256": row.sha256, "size": row.size, "server_fingerprint": row.server_fingerprint});
+    writer::append(&mut tx, actor, kind, Some(&server.slug), &payload).await?;
+    tx.commit().await?;
+    Ok(row)
+}
+
+/// The fingerprint discovery last saw for this resource, to tell the person when the
+/// server's copy differs from their pin.
+pub async fn server_fingerprint(
+    pool: &PgPool,
+    slug: &str,
+    uri: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT digest FROM server_items WHERE slug = $1 AND kind = 'app_resource' AND key = $2",
+    )
+    .bind(slug)
+    .bind(uri)
+    .fetch_optional(pool)
+    .await
+}

@@ -1,0 +1,318 @@
+//! The app surface's non-page routes (SPEC §6, §8): the frame, serving a person's pinned
+//! copy under its own CSP, and the tool-call route the bridge posts to.
+
+use app::apps::ssr::{csp, pins, scripts};
+use app::audit::ssr::writer;
+use app::auth::ssr::context::RequestContext;
+use app::entitlements::policy::{Decision, Refusal, Surface};
+use app::entitlements::ssr::authorize;
+use app::error::AppError;
+use app::servers::Capability;
+use app::servers::ssr::canonical::{canonical_json, sha256_hex};
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_sessions::Session;
+
+use crate::auth::sign_out::is_same_origin;
+use crate::startup::ServerState;
+
+/// Largest tool-call body accepted from a page (SPEC §6 bridge byte limit).
+const CALL_BODY_LIMIT: usize = 256 * 1024;
+
+pub fn routes() -> Router<ServerState> {
+    Router::new().route("/apps/{slug}/frame", get(frame)).route(
+        "/apps/{slug}/tools/call",
+        post(tools_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
+    )
+}
+
+fn refusal(status: StatusCode, message: &str) -> Response {
+    let mut response = (status, Json(json!({"error": message}))).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn app_error(error: AppError) -> Response {
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    refusal(status, &error.to_string())
+}
+
+#[derive(Deserialize)]
+pub struct FrameQuery {
+    uri: Option<String>,
+}
+
+/// The app resource of `slug` to open: the one asked for (it must be one discovery found),
+/// else the one its declaring tool names, else the server's only one.
+pub async fn chosen_uri(
+    state: &ServerState,
+    slug: &str,
+    asked: Option<&str>,
+) -> Result<Option<String>, sqlx::Error> {
+    let uris: Vec<(String, bool)> = sqlx::query_as(
+        "SELECT r.key, EXISTS (SELECT 1 FROM server_items t WHERE t.slug = r.slug AND t.kind = 'tool'
+                                AND t.info->>'resource_uri' = r.key)
+         FROM server_items r WHERE r.slug = $1 AND r.kind = 'app_resource' ORDER BY r.key",
+    )
+    .bind(slug)
+    .fetch_all(&state.app.pool)
+    .await?;
+    Ok(match asked {
+        Some(asked) => uris
+            .iter()
+            .find(|(uri, _)| uri == asked)
+            .map(|(uri, _)| uri.clone()),
+        None => uris
+            .iter()
+            .find(|(_, declared)| *declared)
+            .or(uris.first())
+            .map(|(uri, _)| uri.clone()),
+    })
+}
+
+/// GET /apps/<slug>/frame: the person's pinned copy, with `<base target="_blank">`, under
+/// the frame CSP built from exactly the served bytes.
+pub async fn frame(
+    State(state): State<ServerState>,
+    session: Session,
+    headers: HeaderMap,
+    Path(slug): Path<String>,
+    Query(query): Query<FrameQuery>,
+) -> Response {
+    let pool = &state.app.pool;
+    let ctx = match RequestContext::from_session(pool, &session).await {
+        Ok(Some(ctx)) => ctx,
+        Ok(None) => return app_error(AppError::Unauthorized),
+        Err(error) => return app_error(error),
+    };
+    let server = match authorize::entitled_server(pool, &ctx, &slug).await {
+        Ok(server) => server,
+        Err(error) => return app_error(error),
+    };
+    if !server.approves(Capability::Apps) {
+        return refusal(
+            StatusCode::NOT_FOUND,
+            "This server is not approved to show apps.",
+        );
+    }
+    let uri = match chosen_uri(&state, &slug, query.uri.as_deref()).await {
+        Ok(Some(uri)) => uri,
+        Ok(None) => return refusal(StatusCode::NOT_FOUND, "This server has no such app."),
+        Err(error) => return app_error(error.into()),
+    };
+    let pin = match pins::get(pool, ctx.user.id, &slug, &uri).await {
+        Ok(Some(pin)) => pin,
+        Ok(None) => {
+            // The first open pins; a link from another site never does.
+            if !is_same_origin(&headers, &state.config.http.public_origin()) {
+                return refusal(StatusCode::FORBIDDEN, "Open this app from the console.");
+            }
+            match pins::pin(
+                pool,
+                &state.app.hub,
+                &server,
+                &uri,
+                &ctx.actor(),
+                ctx.user.id,
+                "app_pinned",
+            )
+            .await
+            {
+                Ok(pin) => pin,
+                Err(pins::PinError::Unreachable(why)) => {
+                    return refusal(
+                        StatusCode::BAD_GATEWAY,
+                        &format!("The server could not be reached: {why}"),
+                    );
+                }
+                Err(pins::PinError::Invalid(why)) => {
+                    return refusal(
+                        StatusCode::BAD_GATEWAY,
+                        &format!("The app is not valid: {why}"),
+                    );
+                }
+                Err(pins::PinError::Database(error)) => return app_error(error.into()),
+            }
+        }
+        Err(error) => return app_error(error.into()),
+    };
+    if !pin.is_intact() {
+        tracing::error!(server.slug = %slug, app.uri = %uri, "a pinned app's bytes no longer match its digest");
+        return refusal(
+            StatusCode::CONFLICT,
+            "Your pinned copy of this app is corrupt. Refresh it to pin the server's copy again.",
+        );
+    }
+    let Ok(html) = String::from_utf8(pin.bytes.clone()) else {
+        return refusal(
+            StatusCode::CONFLICT,
+            "Your pinned copy of this app is not text.",
+        );
+    };
+    let served = scripts::with_base_target(&html);
+    let policy = csp::frame_csp(
+        &state.config.http.public_origin(),
+        &scripts::script_hashes(&served),
+        &pin.resource_domains(),
+    );
+    let mut response = served.into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&policy) {
+        h.insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    // Framed by the console only (the CSP's frame-ancestors says the same).
+    h.insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static("SAMEORIGIN"),
+    );
+    response
+}
+
+#[derive(Deserialize)]
+pub struct CallBody {
+    name: String,
+    #[serde(default)]
+    arguments: Option<serde_json::Map<String, Value>>,
+}
+
+/// POST /apps/<slug>/tools/call: the bridge's `tools/call`, under the person's authority.
+pub async fn tools_call(
+    State(state): State<ServerState>,
+    session: Session,
+    headers: HeaderMap,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    // A cross-site form cannot send this content type, and the console's own page sends
+    // its origin: both are required.
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json {
+        return refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Send application/json.");
+    }
+    let origin = state.config.http.public_origin();
+    if headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) != Some(origin.as_str())
+        || !is_same_origin(&headers, &origin)
+    {
+        return refusal(StatusCode::FORBIDDEN, "Cross-site request refused.");
+    }
+    let pool = &state.app.pool;
+    let ctx = match RequestContext::from_session(pool, &session).await {
+        Ok(Some(ctx)) => ctx,
+        Ok(None) => return app_error(AppError::Unauthorized),
+        Err(error) => return app_error(error),
+    };
+    let Ok(call) = serde_json::from_slice::<CallBody>(&body) else {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "The body must be {\"name\": string, \"arguments\": object}.",
+        );
+    };
+    let arguments = call.arguments.unwrap_or_default();
+    let argument_digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
+    let decision = match authorize::tool_call(pool, &ctx, &slug, &call.name, Surface::App).await {
+        Ok(decision) => decision,
+        // Not entitled, or no such slug: the same 403, and nothing recorded under a slug
+        // the person cannot see.
+        Err(error) => return app_error(error),
+    };
+    let refused = match decision {
+        Decision::Run => None,
+        Decision::Ask => {
+            Some("This tool changes things; approving it from an app is not available yet.")
+        }
+        Decision::Refuse(Refusal::TokenSession) => {
+            Some("A session opened with a login token cannot call tools.")
+        }
+        Decision::Refuse(Refusal::UnknownTool) => Some("This server has no such tool."),
+        Decision::Refuse(Refusal::NotVisible) => Some("This tool is not available to apps."),
+        Decision::Refuse(Refusal::NotInPolicy) => {
+            Some("This server's policy does not allow this tool from apps.")
+        }
+        Decision::Refuse(Refusal::WritingDenied) => {
+            Some("This tool changes things, and this server's policy refuses such calls from apps.")
+        }
+    };
+    let audit = |outcome: String, bytes_out: usize| {
+        let payload = json!({
+            "tool": call.name, "arguments_sha256": argument_digest, "outcome": outcome,
+            "bytes_in": body.len(), "bytes_out": bytes_out, "surface": "app",
+        });
+        let actor = ctx.actor();
+        let slug = slug.clone();
+        async move {
+            let mut conn = pool.acquire().await?;
+            writer::append(&mut conn, &actor, "app_tool_call", Some(&slug), &payload).await
+        }
+    };
+    if let Some(message) = refused {
+        if let Err(error) = audit(format!("refused: {decision:?}"), 0).await {
+            tracing::error!(error.message = %error, "could not audit a refused call");
+        }
+        return refusal(StatusCode::FORBIDDEN, message);
+    }
+    let Some(endpoint) = authorize::entitled_server(pool, &ctx, &slug)
+        .await
+        .ok()
+        .and_then(|s| s.endpoint())
+    else {
+        return refusal(StatusCode::FORBIDDEN, "You do not have access to this.");
+    };
+    match state
+        .app
+        .hub
+        .call_tool(&slug, &endpoint, &call.name, arguments)
+        .await
+    {
+        Ok(result) => {
+            let text = result.to_string();
+            if let Err(error) = audit("ok".into(), text.len()).await {
+                tracing::error!(error.message = %error, "could not audit a tool call");
+                return refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The call could not be recorded.",
+                );
+            }
+            (
+                StatusCode::OK,
+                [
+                    (header::CONTENT_TYPE, "application/json"),
+                    (header::CACHE_CONTROL, "no-store"),
+                ],
+                text,
+            )
+                .into_response()
+        }
+        Err(error) => {
+            let _ = audit(format!("error: {error}"), 0).await;
+            refusal(
+                StatusCode::BAD_GATEWAY,
+                &format!("The server could not run the tool: {error}"),
+            )
+        }
+    }
+}

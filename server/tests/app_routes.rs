@@ -1,0 +1,342 @@
+//! The app surface's routes: the frame serves the person's pin under the exact CSP, and the
+//! tool-call route refuses everything SPEC §8 refuses — with nothing called upstream.
+
+mod support;
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use support::mcp::TestServer;
+use support::*;
+
+/// strad with the test MCP server registered as `widget` (tools and apps approved) and
+/// granted to the local admin.
+async fn setup(pool: PgPool) -> (TestApp, reqwest::Client, TestServer) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    register_server(&app, &admin, "widget", &server.url, true).await;
+    let granted = server_fn(
+        &app,
+        &admin,
+        "entitlements/grant",
+        &[("slug", "widget"), ("grantee", "admin@localhost")],
+    )
+    .await;
+    assert_eq!(granted.status(), 200);
+    (app, admin, server)
+}
+
+async fn frame(app: &TestApp, browser: &reqwest::Client, slug: &str) -> reqwest::Response {
+    browser
+        .get(app.url(&format!("/apps/{slug}/frame")))
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn call(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    slug: &str,
+    body: Value,
+) -> reqwest::Response {
+    browser
+        .post(app.url(&format!("/apps/{slug}/tools/call")))
+        .header("origin", &app.base)
+        .header("sec-fetch-site", "same-origin")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn calls_of(server: &TestServer, tool: &str) -> u64 {
+    server.state().await.unwrap()["calls"][tool]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_frame_serves_the_pin_under_exactly_the_frame_csp(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    let response = frame(&app, &admin, "widget").await;
+    assert_eq!(response.status(), 200);
+    let csp = response.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(response.headers()["x-frame-options"], "SAMEORIGIN");
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let body = response.text().await.unwrap();
+    assert!(body.contains("<base target=\"_blank\">"));
+    let hashes = app::apps::ssr::scripts::script_hashes(&body);
+    assert_eq!(hashes.len(), 1, "the widget has one inline module script");
+    assert_eq!(
+        csp,
+        format!(
+            "sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox; default-src 'none'; \
+             script-src '{}'; style-src 'unsafe-inline' data: blob: https://cdn.example.com; \
+             img-src data: blob: https://cdn.example.com; font-src data: blob: https://cdn.example.com; \
+             media-src data: blob: https://cdn.example.com; connect-src 'none'; object-src 'none'; \
+             frame-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors {}",
+            hashes[0], app.base
+        ),
+        "the declared `https://bad.example.com; script-src *` is dropped, the good domain kept"
+    );
+
+    // Later opens serve the pin, not the server's changed copy.
+    server
+        .control(json!({"html": "<!doctype html><p>changed</p>"}))
+        .await;
+    refresh_server(&app, &admin, "widget").await;
+    let again = frame(&app, &admin, "widget").await.text().await.unwrap();
+    assert_eq!(again, body);
+    let pinned: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'app_pinned'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(pinned, 1, "pinned once, audited");
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_corrupt_pin_is_refused_with_a_clear_message(pool: PgPool) {
+    let (app, admin, _server) = setup(pool).await;
+    assert_eq!(frame(&app, &admin, "widget").await.status(), 200);
+    sqlx::query("UPDATE pins SET bytes = bytes || '<script>evil()</script>'::bytea")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let response = frame(&app, &admin, "widget").await;
+    assert_eq!(response.status(), 409);
+    assert!(response.text().await.unwrap().contains("corrupt"));
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_frame_is_refused_to_strangers_and_never_pinned_cross_site(pool: PgPool) {
+    let (app, admin, _server) = setup(pool).await;
+    assert_eq!(
+        app.client
+            .get(app.url("/apps/widget/frame"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    // Not entitled and not existing answer alike.
+    sqlx::query("DELETE FROM entitlements")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let not_granted = frame(&app, &admin, "widget").await;
+    let missing = frame(&app, &admin, "no-such-slug").await;
+    assert_eq!(
+        (not_granted.status(), missing.status()),
+        (
+            reqwest::StatusCode::FORBIDDEN,
+            reqwest::StatusCode::FORBIDDEN
+        )
+    );
+    assert_eq!(
+        not_granted.text().await.unwrap(),
+        missing.text().await.unwrap()
+    );
+    server_fn(
+        &app,
+        &admin,
+        "entitlements/grant",
+        &[("slug", "widget"), ("grantee", "admin@localhost")],
+    )
+    .await;
+    let cross = admin
+        .get(app.url("/apps/widget/frame"))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), 403);
+    let pins: i64 = sqlx::query_scalar("SELECT count(*) FROM pins")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pins, 0);
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_read_only_app_tool_runs_and_is_audited(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    let response = call(
+        &app,
+        &admin,
+        "widget",
+        json!({"name": "show-widget", "arguments": {"label": "hi"}}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let result: Value = response.json().await.unwrap();
+    assert_eq!(result["content"][0]["text"], "widget:hi");
+    assert_eq!(calls_of(&server, "show-widget").await, 1);
+    let (kind, payload): (String, Value) =
+        sqlx::query_as("SELECT kind, payload FROM audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(kind, "app_tool_call");
+    assert_eq!(payload["tool"], "show-widget");
+    assert_eq!(payload["outcome"], "ok");
+    assert!(payload["arguments_sha256"].as_str().unwrap().len() == 64);
+}
+
+#[sqlx::test(migrations = false)]
+async fn every_refused_call_is_refused_with_its_status_and_nothing_is_called(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    // A second server with a tool of its own, and a model-only tool on the first.
+    let other = TestServer::start().await;
+    other
+        .control(json!({"addTool": {"name": "elsewhere", "annotations": {"readOnlyHint": true}}}))
+        .await;
+    register_server(&app, &admin, "other", &other.url, true).await;
+    server.control(json!({"addTool": {"name": "model-only", "annotations": {"readOnlyHint": true}, "_meta": {"ui": {"visibility": ["model"]}}}})).await;
+    refresh_server(&app, &admin, "widget").await;
+
+    let url = app.url("/apps/widget/tools/call");
+    let body = json!({"name": "show-widget", "arguments": {}}).to_string();
+    // Not JSON.
+    let response = admin
+        .post(&url)
+        .header("origin", &app.base)
+        .header("content-type", "text/plain")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 415);
+    let response = admin
+        .post(&url)
+        .header("origin", &app.base)
+        .form(&[("name", "show-widget")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 415);
+    // Cross-site, or no origin at all.
+    for (name, value) in [
+        ("origin", "https://evil.example"),
+        ("origin", "null"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
+        let mut request = admin
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(body.clone());
+        request = if name == "origin" {
+            request.header(name, value)
+        } else {
+            request.header("origin", &app.base).header(name, value)
+        };
+        assert_eq!(
+            request.send().await.unwrap().status(),
+            403,
+            "{name}: {value}"
+        );
+    }
+    let response = admin
+        .post(&url)
+        .header("content-type", "application/json")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403, "no Origin");
+    // Policy refusals, each with its message.
+    for (tool, message) in [
+        ("model-only", "not available to apps"),
+        ("elsewhere", "no such tool"),
+        ("other/elsewhere", "no such tool"),
+        ("write-note", "changes things"),
+        ("app-only-refresh", "changes things"),
+    ] {
+        let response = call(
+            &app,
+            &admin,
+            "widget",
+            json!({"name": tool, "arguments": {}}),
+        )
+        .await;
+        assert_eq!(response.status(), 403, "{tool}");
+        assert!(response.text().await.unwrap().contains(message), "{tool}");
+    }
+    // A token session.
+    let minted: Value = server_fn(&app, &admin, "tokens/mint", &[("name", "t"), ("days", "1")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let viewer = app.new_browser();
+    viewer
+        .get(app.url(&format!("/?token={}", minted["secret"].as_str().unwrap())))
+        .send()
+        .await
+        .unwrap();
+    let response = call(
+        &app,
+        &viewer,
+        "widget",
+        json!({"name": "show-widget", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(response.status(), 403);
+    assert!(response.text().await.unwrap().contains("login token"));
+    // Not entitled.
+    sqlx::query("DELETE FROM entitlements")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        call(&app, &admin, "widget", json!({"name": "show-widget"}))
+            .await
+            .status(),
+        403
+    );
+
+    let state = server.state().await.unwrap();
+    assert_eq!(
+        state["calls"],
+        json!({}),
+        "nothing reached the server: {state}"
+    );
+    assert_eq!(other.state().await.unwrap()["calls"], json!({}));
+    let refused: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'app_tool_call' AND payload->>'outcome' LIKE 'refused%'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(refused, 6, "refused calls are audited");
+}
+
+#[sqlx::test(migrations = false)]
+async fn an_admin_mark_lets_an_unannotated_tool_run_from_an_app(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    assert_eq!(
+        call(&app, &admin, "widget", json!({"name": "app-only-refresh"}))
+            .await
+            .status(),
+        403
+    );
+    let marked = server_fn(
+        &app,
+        &admin,
+        "policy/mark",
+        &[
+            ("slug", "widget"),
+            ("tool", "app-only-refresh"),
+            ("read_only", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(marked.status(), 200);
+    let response = call(&app, &admin, "widget", json!({"name": "app-only-refresh"})).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(calls_of(&server, "app-only-refresh").await, 1);
+}
