@@ -23,6 +23,8 @@ pub struct AppState {
     pub sign_in: SignInMode,
     /// The MCP client shared by every request.
     pub hub: Arc<Hub>,
+    /// `scheme://host[:port]` people reach the console at (for CSP sources).
+    pub public_origin: String,
 }
 
 impl AppState {

@@ -27,10 +27,16 @@ use crate::startup::ServerState;
 const CALL_BODY_LIMIT: usize = 256 * 1024;
 
 pub fn routes() -> Router<ServerState> {
-    Router::new().route("/apps/{slug}/frame", get(frame)).route(
-        "/apps/{slug}/tools/call",
-        post(tools_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
-    )
+    Router::new()
+        .route("/apps/{slug}/frame", get(frame))
+        .route(
+            "/apps/{slug}/tools/call",
+            post(tools_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
+        )
+        .route(
+            "/apps/{slug}/opening-call",
+            post(opening_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
+        )
 }
 
 fn refusal(status: StatusCode, message: &str) -> Response {
@@ -49,34 +55,6 @@ fn app_error(error: AppError) -> Response {
 #[derive(Deserialize)]
 pub struct FrameQuery {
     uri: Option<String>,
-}
-
-/// The app resource of `slug` to open: the one asked for (it must be one discovery found),
-/// else the one its declaring tool names, else the server's only one.
-pub async fn chosen_uri(
-    state: &ServerState,
-    slug: &str,
-    asked: Option<&str>,
-) -> Result<Option<String>, sqlx::Error> {
-    let uris: Vec<(String, bool)> = sqlx::query_as(
-        "SELECT r.key, EXISTS (SELECT 1 FROM server_items t WHERE t.slug = r.slug AND t.kind = 'tool'
-                                AND t.info->>'resource_uri' = r.key)
-         FROM server_items r WHERE r.slug = $1 AND r.kind = 'app_resource' ORDER BY r.key",
-    )
-    .bind(slug)
-    .fetch_all(&state.app.pool)
-    .await?;
-    Ok(match asked {
-        Some(asked) => uris
-            .iter()
-            .find(|(uri, _)| uri == asked)
-            .map(|(uri, _)| uri.clone()),
-        None => uris
-            .iter()
-            .find(|(_, declared)| *declared)
-            .or(uris.first())
-            .map(|(uri, _)| uri.clone()),
-    })
 }
 
 /// GET /apps/<slug>/frame: the person's pinned copy, with `<base target="_blank">`, under
@@ -104,7 +82,7 @@ pub async fn frame(
             "This server is not approved to show apps.",
         );
     }
-    let uri = match chosen_uri(&state, &slug, query.uri.as_deref()).await {
+    let uri = match pins::chosen_uri(pool, &slug, query.uri.as_deref()).await {
         Ok(Some(uri)) => uri,
         Ok(None) => return refusal(StatusCode::NOT_FOUND, "This server has no such app."),
         Err(error) => return app_error(error.into()),
@@ -186,6 +164,35 @@ pub async fn frame(
     response
 }
 
+/// A cross-site form cannot send `application/json`, and the console's own page sends its
+/// origin: both are required of every call from a page.
+fn refuse_unless_json_from_console(state: &ServerState, headers: &HeaderMap) -> Option<Response> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json {
+        return Some(refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Send application/json.",
+        ));
+    }
+    let origin = state.config.http.public_origin();
+    if headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) != Some(origin.as_str())
+        || !is_same_origin(headers, &origin)
+    {
+        return Some(refusal(
+            StatusCode::FORBIDDEN,
+            "Cross-site request refused.",
+        ));
+    }
+    None
+}
+
 #[derive(Deserialize)]
 pub struct CallBody {
     name: String,
@@ -201,24 +208,8 @@ pub async fn tools_call(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    // A cross-site form cannot send this content type, and the console's own page sends
-    // its origin: both are required.
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        });
-    if !json {
-        return refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Send application/json.");
-    }
-    let origin = state.config.http.public_origin();
-    if headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) != Some(origin.as_str())
-        || !is_same_origin(&headers, &origin)
-    {
-        return refusal(StatusCode::FORBIDDEN, "Cross-site request refused.");
+    if let Some(refused) = refuse_unless_json_from_console(&state, &headers) {
+        return refused;
     }
     let pool = &state.app.pool;
     let ctx = match RequestContext::from_session(pool, &session).await {
@@ -314,5 +305,96 @@ pub async fn tools_call(
                 &format!("The server could not run the tool: {error}"),
             )
         }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct OpeningBody {
+    uri: String,
+}
+
+/// POST /apps/<slug>/opening-call: the host's own call of the tool that declares the app,
+/// after the page is initialized (SPEC §6 lifecycle). The server picks the tool; it runs
+/// only when read-only (annotated, or marked by an admin) and is not bound by visibility.
+pub async fn opening_call(
+    State(state): State<ServerState>,
+    session: Session,
+    headers: HeaderMap,
+    Path(slug): Path<String>,
+    Json(body): Json<OpeningBody>,
+) -> Response {
+    if let Some(refused) = refuse_unless_json_from_console(&state, &headers) {
+        return refused;
+    }
+    let pool = &state.app.pool;
+    let ctx = match RequestContext::from_session(pool, &session).await {
+        Ok(Some(ctx)) => ctx,
+        Ok(None) => return app_error(AppError::Unauthorized),
+        Err(error) => return app_error(error),
+    };
+    let server = match authorize::entitled_server(pool, &ctx, &slug).await {
+        Ok(server) => server,
+        Err(error) => return app_error(error),
+    };
+    if ctx.session_kind == app::auth::ssr::session::SessionKind::Token {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "A session opened with a login token cannot call tools.",
+        );
+    }
+    let tool = match pins::declaring_tool(pool, &slug, &body.uri).await {
+        Ok(Some(tool)) => tool,
+        Ok(None) => return refusal(StatusCode::NOT_FOUND, "No tool declares this app."),
+        Err(error) => return app_error(error.into()),
+    };
+    match authorize::tool_facts(pool, &slug, &tool).await {
+        Ok(Some(facts)) if facts.is_read_only() => {}
+        Ok(_) => {
+            return refusal(
+                StatusCode::FORBIDDEN,
+                "The declaring tool changes things: the app calls it when you ask.",
+            );
+        }
+        Err(error) => return app_error(error),
+    }
+    let Some(endpoint) = server.endpoint() else {
+        return refusal(StatusCode::BAD_GATEWAY, "The server has no endpoint.");
+    };
+    let result = state
+        .app
+        .hub
+        .call_tool(&slug, &endpoint, &tool, serde_json::Map::new())
+        .await;
+    let (outcome, bytes_out) = match &result {
+        Ok(value) => ("ok".to_string(), value.to_string().len()),
+        Err(error) => (format!("error: {error}"), 0),
+    };
+    let payload = json!({"tool": tool, "arguments_sha256": sha256_hex(b"{}"), "outcome": outcome, "bytes_in": 0, "bytes_out": bytes_out, "surface": "host"});
+    let audited = async {
+        let mut conn = pool.acquire().await?;
+        writer::append(
+            &mut conn,
+            &ctx.actor(),
+            "app_tool_call",
+            Some(&slug),
+            &payload,
+        )
+        .await
+    };
+    if let Err(error) = audited.await {
+        tracing::error!(error.message = %error, "could not audit the opening call");
+        return refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The call could not be recorded.",
+        );
+    }
+    match result {
+        Ok(result) => {
+            Json(json!({"tool": tool, "arguments": {}, "result": result})).into_response()
+        }
+        Err(error) => refusal(
+            StatusCode::BAD_GATEWAY,
+            &format!("The server could not run the tool: {error}"),
+        ),
     }
 }

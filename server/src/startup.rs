@@ -124,6 +124,7 @@ impl Application {
                 pool: pool.clone(),
                 sign_in,
                 hub,
+                public_origin: config.http.public_origin(),
             },
             config: config.clone(),
             oidc,

@@ -2,7 +2,12 @@
 //! on. The bridge's checks compile into the browser too; the CSP builder and the script
 //! hasher are server-only.
 
+#[cfg(feature = "hydrate")]
+pub mod bridge;
 pub mod bridge_message;
 pub mod host_open;
+mod open_app;
 #[cfg(feature = "ssr")]
 pub mod ssr;
+
+pub use open_app::{AppStatus, AppView, OpenApp, open_app};

@@ -2,6 +2,7 @@
 
 mod admin;
 mod app_changes;
+mod app_page;
 mod audit_page;
 mod error_pages;
 mod home;
@@ -13,6 +14,7 @@ pub use admin::{
     AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage,
 };
 pub use app_changes::AppChangesPage;
+pub use app_page::AppPage;
 pub use audit_page::AuditPage;
 pub use error_pages::{ErrorPage, ForbiddenPage, NotFoundPage, UnauthorizedPage};
 pub use home::HomePage;

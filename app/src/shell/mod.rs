@@ -19,7 +19,7 @@ pub use theme::{Theme, ThemeToggle};
 use crate::auth::get_me;
 use crate::pages::{
     AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage,
-    AppChangesPage, AuditPage, HomePage, NotFoundPage, PeoplePage, SignInPage, TokensPage,
+    AppChangesPage, AppPage, AuditPage, HomePage, NotFoundPage, PeoplePage, SignInPage, TokensPage,
 };
 
 /// The HTML document around the app. `theme` comes from the person's saved choice so the
@@ -78,6 +78,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/tokens") view=AdminTokensPage ssr=SsrMode::Async />
                     <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async />
                     <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
+                    <Route path=path!("/apps/:slug") view=AppPage ssr=SsrMode::Async />
                     <Route path=path!("/audit/app-changes") view=AppChangesPage ssr=SsrMode::Async />
                 </Routes>
             </main>

@@ -124,3 +124,47 @@ pub async fn server_fingerprint(
     .fetch_optional(pool)
     .await
 }
+
+/// The app resource of `slug` to open: the one asked for (it must be one discovery found),
+/// else the one its declaring tool names, else the server's first.
+pub async fn chosen_uri(
+    pool: &PgPool,
+    slug: &str,
+    asked: Option<&str>,
+) -> Result<Option<String>, sqlx::Error> {
+    let uris: Vec<(String, bool)> = sqlx::query_as(
+        "SELECT r.key, EXISTS (SELECT 1 FROM server_items t WHERE t.slug = r.slug AND t.kind = 'tool'
+                                AND t.info->>'resource_uri' = r.key)
+         FROM server_items r WHERE r.slug = $1 AND r.kind = 'app_resource' ORDER BY r.key",
+    )
+    .bind(slug)
+    .fetch_all(pool)
+    .await?;
+    Ok(match asked {
+        Some(asked) => uris
+            .iter()
+            .find(|(uri, _)| uri == asked)
+            .map(|(uri, _)| uri.clone()),
+        None => uris
+            .iter()
+            .find(|(_, declared)| *declared)
+            .or(uris.first())
+            .map(|(uri, _)| uri.clone()),
+    })
+}
+
+/// The tool that declares `uri` (its opening call), if any; the first by name.
+pub async fn declaring_tool(
+    pool: &PgPool,
+    slug: &str,
+    uri: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT key FROM server_items WHERE slug = $1 AND kind = 'tool' AND info->>'resource_uri' = $2
+         ORDER BY (info->'visibility') ? 'model' DESC, key LIMIT 1",
+    )
+    .bind(slug)
+    .bind(uri)
+    .fetch_optional(pool)
+    .await
+}

@@ -1,0 +1,133 @@
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AppError;
+
+/// What the app page can show.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AppStatus {
+    /// Pinned and intact: the frame can load.
+    Ready,
+    /// The link came from another site: nothing runs until the person clicks Open.
+    CrossSite,
+    /// The server has no app (or is not approved to show one).
+    NoApp,
+    /// The first pin could not be made: the server is unreachable or the app invalid.
+    Unavailable(String),
+    /// The pinned copy no longer matches its digest.
+    Corrupt,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppView {
+    pub slug: String,
+    pub display_name: String,
+    pub status: AppStatus,
+    pub uri: Option<String>,
+    /// SHA-256 of the pinned bytes.
+    pub digest: Option<String>,
+    pub size: Option<i64>,
+    /// The server's copy differs from the pin (Refresh re-pins on purpose).
+    pub differs: bool,
+    /// The tool that declares the app, called on open when it is read-only.
+    pub declaring_tool: Option<String>,
+    pub opens_with_call: bool,
+}
+
+/// Opens an app for the signed-in person: entitlement, the resource to show, and its pin
+/// (made on first open — never from a link another site started). `refresh` re-pins on
+/// purpose.
+#[server(prefix = "/api", endpoint = "apps/open")]
+pub async fn open_app(
+    slug: String,
+    uri: Option<String>,
+    refresh: Option<bool>,
+) -> Result<AppView, AppError> {
+    use crate::apps::ssr::pins;
+    use crate::auth::ssr::context::RequestContext;
+    use crate::entitlements::ssr::authorize;
+    use crate::error::Responder;
+    use crate::servers::Capability;
+
+    let state = crate::state::AppState::from_context()?;
+    let responder = Responder::capture();
+    let cross_site = leptos::prelude::use_context::<http::request::Parts>().is_some_and(|parts| {
+        parts
+            .headers
+            .get("sec-fetch-site")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|site| !matches!(site, "same-origin" | "none"))
+    });
+    let ctx = RequestContext::require().await?;
+    let server = authorize::entitled_server(&state.pool, &ctx, &slug)
+        .await
+        .map_err(|e| responder.fail(e))?;
+    let mut view = AppView {
+        slug: slug.clone(),
+        display_name: server.display_name.clone(),
+        status: AppStatus::NoApp,
+        uri: None,
+        digest: None,
+        size: None,
+        differs: false,
+        declaring_tool: None,
+        opens_with_call: false,
+    };
+    if cross_site {
+        // No pin, no MCP call: the page only offers a same-origin Open link.
+        view.status = AppStatus::CrossSite;
+        return Ok(view);
+    }
+    if !server.approves(Capability::Apps) {
+        return Ok(view);
+    }
+    let Some(uri) = pins::chosen_uri(&state.pool, &slug, uri.as_deref()).await? else {
+        return Ok(view);
+    };
+    view.uri = Some(uri.clone());
+    let existing = pins::get(&state.pool, ctx.user.id, &slug, &uri).await?;
+    let pin = match (existing, refresh.unwrap_or(false)) {
+        (Some(pin), false) => pin,
+        (existing, _) => {
+            let kind = if existing.is_some() {
+                "app_repinned"
+            } else {
+                "app_pinned"
+            };
+            match pins::pin(
+                &state.pool,
+                &state.hub,
+                &server,
+                &uri,
+                &ctx.actor(),
+                ctx.user.id,
+                kind,
+            )
+            .await
+            {
+                Ok(pin) => pin,
+                Err(pins::PinError::Database(error)) => return Err(error.into()),
+                Err(other) => {
+                    view.status = AppStatus::Unavailable(other.to_string());
+                    return Ok(view);
+                }
+            }
+        }
+    };
+    view.digest = Some(pin.sha256.clone());
+    view.size = Some(pin.size);
+    if !pin.is_intact() {
+        view.status = AppStatus::Corrupt;
+        return Ok(view);
+    }
+    view.differs = pins::server_fingerprint(&state.pool, &slug, &uri)
+        .await?
+        .is_some_and(|f| f != pin.server_fingerprint);
+    view.declaring_tool = pins::declaring_tool(&state.pool, &slug, &uri).await?;
+    if let Some(tool) = &view.declaring_tool {
+        let facts = authorize::tool_facts(&state.pool, &slug, tool).await?;
+        view.opens_with_call = facts.is_some_and(|f| f.is_read_only());
+    }
+    view.status = AppStatus::Ready;
+    Ok(view)
+}

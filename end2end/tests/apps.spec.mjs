@@ -1,0 +1,114 @@
+// Real MCP Apps built on the official SDK, served by the npm example servers, rendered in
+// strad's sandboxed frame: the compatibility proof (issue 5).
+import { test, expect } from './fixtures.mjs';
+import { spawn } from 'node:child_process';
+import { createServer, connect } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const bin = (name) => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.bin', name);
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => { const { port } = server.address(); server.close(() => resolve(port)); });
+  });
+}
+
+async function startExample(name) {
+  const port = await freePort();
+  const child = spawn(bin(name), [`--log-file=/tmp/strad-e2e-${port}.log`], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const up = await new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
+      socket.on('error', () => resolve(false));
+    });
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`${name} did not start`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGTERM') };
+}
+
+async function setUp(page, strad, slug, url, markTools) {
+  await page.goto(await strad.nextLink());
+  const api = (name, form) => page.request.post(`/api/${name}`, { form });
+  expect((await api('servers/register', { slug, display_name: slug, url, cap_tools: 'on', cap_apps: 'on' })).status()).toBe(200);
+  expect((await api('entitlements/grant', { slug, grantee: 'admin@localhost' })).status()).toBe(200);
+  for (const tool of markTools) {
+    expect((await api('policy/mark', { slug, tool, read_only: 'true' })).status()).toBe(200);
+  }
+}
+
+const EXAMPLES = [
+  ['mcp-server-basic-vanillajs', 'get-time', []],
+  ['mcp-budget-allocator-server', 'get-budget-data', []],
+  ['mcp-server-debug', 'debug-tool', ['debug-refresh', 'debug-log']],
+];
+
+for (const [name, declaring, appOnly] of EXAMPLES) {
+  test(`${name}: the app renders, completes the handshake and receives the opening call`, async ({ page, strad }) => {
+    test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+    const server = await startExample(name);
+    try {
+      const slug = `${declaring}-${test.info().project.name}`;
+      await setUp(page, strad, slug, server.url, [declaring, ...appOnly]);
+      const opening = page.waitForResponse((r) => r.url().endsWith(`/apps/${slug}/opening-call`));
+      await page.goto(`/apps/${slug}`);
+      const frame = page.locator('iframe.app-frame');
+      await expect(frame).toHaveAttribute('data-app-session', 'initialized');
+      expect((await opening).status()).toBe(200);
+      await expect(frame).toHaveAttribute('data-opening-call', 'result');
+      // The page reported its size and the host applied it.
+      await expect.poll(async () => frame.evaluate((el) => el.style.height)).toMatch(/px$/);
+    } finally {
+      server.stop();
+    }
+  });
+}
+
+test('basic-vanillajs: the opening result reaches the page and an app-initiated call round-trips', async ({ page, strad }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const server = await startExample('mcp-server-basic-vanillajs');
+  try {
+    await setUp(page, strad, 'clock', server.url, ['get-time']);
+    await page.goto('/apps/clock');
+    const app = page.frameLocator('iframe.app-frame');
+    const time = app.locator('#server-time');
+    await expect(time).not.toHaveText('Loading...');
+    const call = page.waitForResponse((r) => r.url().endsWith('/apps/clock/tools/call'));
+    await app.getByRole('button', { name: 'Get Server Time' }).click();
+    expect((await call).status()).toBe(200);
+    // The frame is sandboxed: an opaque origin, and no network.
+    const frame = page.frames().find((f) => f.url().includes('/apps/clock/frame'));
+    expect(await frame.evaluate(() => self.origin)).toBe('null');
+    const fetched = await frame.evaluate(() => fetch('/healthz').then(() => 'fetched', () => 'blocked'));
+    expect(fetched).toBe('blocked');
+  } finally {
+    server.stop();
+  }
+});
+
+test('unmarked, the same app renders with no opening call and its own calls are refused', async ({ page, strad }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const server = await startExample('mcp-server-basic-vanillajs');
+  try {
+    await setUp(page, strad, 'clock-unmarked', server.url, []);
+    let openingCalls = 0;
+    page.on('request', (r) => { if (r.url().includes('/opening-call')) openingCalls += 1; });
+    await page.goto('/apps/clock-unmarked');
+    const frame = page.locator('iframe.app-frame');
+    await expect(frame).toHaveAttribute('data-app-session', 'initialized');
+    const app = page.frameLocator('iframe.app-frame');
+    await expect(app.locator('#server-time')).toHaveText('Loading...');
+    const call = page.waitForResponse((r) => r.url().endsWith('/apps/clock-unmarked/tools/call'));
+    await app.getByRole('button', { name: 'Get Server Time' }).click();
+    const refused = await call;
+    expect(refused.status()).toBe(403);
+    expect((await refused.json()).error).toContain('changes things');
+    expect(openingCalls).toBe(0);
+  } finally {
+    server.stop();
+  }
+});
