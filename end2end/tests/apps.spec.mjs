@@ -112,3 +112,43 @@ test('unmarked, the same app renders with no opening call and its own calls are 
     server.stop();
   }
 });
+
+async function registerTestServer(page, strad, mcp, slug, html) {
+  if (html) await mcp.control({ html });
+  await page.goto(await strad.nextLink());
+  const api = (name, form) => page.request.post(`/api/${name}`, { form });
+  expect((await api('servers/register', { slug, display_name: slug, url: mcp.url, cap_tools: 'on', cap_apps: 'on' })).status()).toBe(200);
+  expect((await api('entitlements/grant', { slug, grantee: 'admin@localhost' })).status()).toBe(200);
+}
+
+test('a script injected into the served page after hashing does not run', async ({ page, strad, mcp }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const slug = 'injected';
+  await registerTestServer(page, strad, mcp, slug, null);
+  await page.route(`**/apps/${slug}/frame**`, async (route) => {
+    const response = await route.fetch();
+    const body = (await response.text()).replace('</body>', "<script>document.title = 'injected';</script></body>");
+    await route.fulfill({ response, body });
+  });
+  const violation = page.waitForEvent('console', (m) => /Content Security Policy/.test(m.text()) && /script/.test(m.text()));
+  await page.goto(`/apps/${slug}`);
+  await violation;
+  // The pinned script (hashed) did run: the handshake completed; the injected one did not.
+  await expect(page.locator('iframe.app-frame')).toHaveAttribute('data-app-session', 'initialized');
+  const frame = page.frames().find((f) => f.url().includes(`/apps/${slug}/frame`));
+  expect(await frame.title()).not.toBe('injected');
+});
+
+test('a second document in the frame removes the frame and its bridge', async ({ page, strad, mcp }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const slug = 'reloader';
+  const html = '<!doctype html><html><body><p>again</p><script>addEventListener("load", () => setTimeout(() => location.reload(), 100));</script></body></html>';
+  await registerTestServer(page, strad, mcp, slug, html);
+  try {
+    await page.goto(`/apps/${slug}`);
+    await expect(page.getByRole('alert')).toContainText('loaded a second document');
+    await expect(page.locator('iframe.app-frame')).toHaveCount(0);
+  } finally {
+    await mcp.control({ reset: true });
+  }
+});

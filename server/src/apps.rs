@@ -55,6 +55,52 @@ fn app_error(error: AppError) -> Response {
 #[derive(Deserialize)]
 pub struct FrameQuery {
     uri: Option<String>,
+    /// The app session the host minted for this frame load (SPEC §6).
+    session: Option<String>,
+}
+
+/// App sessions whose document was served: each is served once, so a page that loads its
+/// own route again (a reload, a meta refresh, `location = …`) gets an inert document
+/// instead of a second live copy. Kept in memory and bounded; a restart forgets them.
+#[derive(Default)]
+pub struct FrameSessions(std::sync::Mutex<std::collections::HashSet<String>>);
+
+const FRAME_SESSIONS_MAX: usize = 100_000;
+
+impl FrameSessions {
+    /// True the first time `key` is seen.
+    pub fn first_load(&self, key: String) -> bool {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= FRAME_SESSIONS_MAX {
+            seen.clear();
+        }
+        seen.insert(key)
+    }
+}
+
+/// What a frame gets instead of the app: no script may run in it.
+fn inert(message: &str) -> Response {
+    let body = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>stopped</title></head><body><p>{message}</p></body></html>"
+    );
+    let mut response = (StatusCode::CONFLICT, body).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "sandbox; default-src 'none'; script-src 'none'; frame-ancestors 'self'",
+        ),
+    );
+    h.insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static("SAMEORIGIN"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 /// GET /apps/<slug>/frame: the person's pinned copy, with `<base target="_blank">`, under
@@ -87,6 +133,21 @@ pub async fn frame(
         Ok(None) => return refusal(StatusCode::NOT_FOUND, "This server has no such app."),
         Err(error) => return app_error(error.into()),
     };
+    // One document per app session: the host mints a session for each frame it makes.
+    let session_id = query
+        .session
+        .as_deref()
+        .filter(|s| (16..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric()));
+    let Some(session_id) = session_id else {
+        return inert("Open this app from the console.");
+    };
+    if !state
+        .frame_sessions
+        .first_load(format!("{}:{session_id}", ctx.user.id))
+    {
+        tracing::warn!(server.slug = %slug, "an app loaded its frame a second time; served an inert document");
+        return inert("This app tried to load a second document and was stopped.");
+    }
     let pin = match pins::get(pool, ctx.user.id, &slug, &uri).await {
         Ok(Some(pin)) => pin,
         Ok(None) => {

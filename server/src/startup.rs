@@ -36,6 +36,8 @@ pub struct ServerState {
     pub config: Arc<Config>,
     pub oidc: Option<Arc<Oidc>>,
     pub local: Option<Arc<LocalLinks>>,
+    /// App sessions whose frame document was served (one document per frame).
+    pub frame_sessions: Arc<crate::apps::FrameSessions>,
 }
 
 impl FromRef<ServerState> for LeptosOptions {
@@ -129,6 +131,7 @@ impl Application {
             config: config.clone(),
             oidc,
             local,
+            frame_sessions: Arc::default(),
         };
         let router = router(state.clone(), pool);
         Ok(Self {

@@ -26,9 +26,14 @@ async fn setup(pool: PgPool) -> (TestApp, reqwest::Client, TestServer) {
     (app, admin, server)
 }
 
+/// Loads the frame as the host does: a fresh app session each time.
 async fn frame(app: &TestApp, browser: &reqwest::Client, slug: &str) -> reqwest::Response {
+    let session: String = (0..32)
+        .map(|_| char::from(b'a' + rand::random::<u8>() % 26))
+        .collect();
+    let url = app.url(&format!("/apps/{slug}/frame?session={session}"));
     browser
-        .get(app.url(&format!("/apps/{slug}/frame")))
+        .get(url)
         .header("sec-fetch-site", "same-origin")
         .send()
         .await
@@ -151,7 +156,7 @@ async fn the_frame_is_refused_to_strangers_and_never_pinned_cross_site(pool: PgP
     )
     .await;
     let cross = admin
-        .get(app.url("/apps/widget/frame"))
+        .get(app.url("/apps/widget/frame?session=abcdefghijklmnopqrstuvwxyz"))
         .header("sec-fetch-site", "cross-site")
         .send()
         .await
@@ -339,4 +344,155 @@ async fn an_admin_mark_lets_an_unannotated_tool_run_from_an_app(pool: PgPool) {
     let response = call(&app, &admin, "widget", json!({"name": "app-only-refresh"})).await;
     assert_eq!(response.status(), 200);
     assert_eq!(calls_of(&server, "app-only-refresh").await, 1);
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_link_from_another_site_runs_nothing_and_calls_nothing(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    for site in ["cross-site", "same-site"] {
+        let response = admin
+            .get(app.url("/apps/widget?view=week"))
+            .header("sec-fetch-site", site)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let csp = response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let page = response.text().await.unwrap();
+        assert!(page.contains("This link came from another site"), "{site}");
+        assert!(
+            page.contains("href=\"/apps/widget?view=week\""),
+            "a same-origin Open link: {site}"
+        );
+        assert!(!page.contains("<iframe"), "{site}");
+        assert!(
+            csp.starts_with("frame-ancestors 'none'; frame-src "),
+            "{csp}"
+        );
+    }
+    let pins: i64 = sqlx::query_scalar("SELECT count(*) FROM pins")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pins, 0, "nothing pinned");
+    assert_eq!(
+        server.state().await.unwrap()["calls"],
+        json!({}),
+        "no MCP call"
+    );
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_app_page_pins_on_first_open_and_limits_its_frame_to_one_path(pool: PgPool) {
+    let (app, admin, _server) = setup(pool).await;
+    let response = admin
+        .get(app.url("/apps/widget"))
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let csp = response.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        csp,
+        format!(
+            "frame-ancestors 'none'; frame-src {}/apps/widget/frame; object-src 'none'; base-uri 'self'; form-action 'self'",
+            app.base
+        )
+    );
+    let page = response.text().await.unwrap();
+    assert!(
+        page.contains("data-src=\"/apps/widget/frame?uri=ui%3A%2F%2Ftest%2Fwidget.html\""),
+        "the frame waits for the bridge"
+    );
+    assert!(page.contains("sandbox=\"allow-scripts allow-popups allow-popups-to-escape-sandbox\""));
+    let pins: i64 = sqlx::query_scalar("SELECT count(*) FROM pins")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pins, 1);
+    // Strangers get the 403 page, for a slug that exists or not.
+    sqlx::query("DELETE FROM entitlements")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    for slug in ["widget", "no-such-slug"] {
+        assert_eq!(
+            admin
+                .get(app.url(&format!("/apps/{slug}")))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            403,
+            "{slug}"
+        );
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_opening_call_runs_only_a_read_only_declaring_tool(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    let post = |uri: &str| {
+        admin
+            .post(app.url("/apps/widget/opening-call"))
+            .header("origin", &app.base)
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({"uri": uri}))
+            .send()
+    };
+    let response = post("ui://test/widget.html").await.unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["tool"], "show-widget");
+    assert_eq!(answer["arguments"], json!({}));
+    assert_eq!(calls_of(&server, "show-widget").await, 1);
+    // A resource no tool declares has no opening call.
+    assert_eq!(post("ui://test/blob.html").await.unwrap().status(), 404);
+    // A declaring tool that writes is not called.
+    server.control(json!({"addTool": {"name": "show-widget", "_meta": {"ui": {"resourceUri": "ui://test/widget.html"}}}})).await;
+    refresh_server(&app, &admin, "widget").await;
+    let response = post("ui://test/widget.html").await.unwrap();
+    assert_eq!(response.status(), 403);
+    assert_eq!(calls_of(&server, "show-widget").await, 1);
+}
+
+#[sqlx::test(migrations = false)]
+async fn each_app_session_is_served_one_document(pool: PgPool) {
+    let (app, admin, _server) = setup(pool).await;
+    let url = app.url("/apps/widget/frame?session=0123456789abcdef0123456789abcdef");
+    let first = admin
+        .get(&url)
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let second = admin
+        .get(&url)
+        .header("sec-fetch-site", "same-origin")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 409);
+    assert_eq!(
+        second.headers()["content-security-policy"],
+        "sandbox; default-src 'none'; script-src 'none'; frame-ancestors 'self'"
+    );
+    assert!(second.text().await.unwrap().contains("second document"));
+    for bad in ["", "?session=short", "?session=has-punctuation!!!!!!!!"] {
+        let response = admin
+            .get(app.url(&format!("/apps/widget/frame{bad}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 409, "{bad}");
+        assert!(!response.text().await.unwrap().contains("<script"), "{bad}");
+    }
 }

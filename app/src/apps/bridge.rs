@@ -33,6 +33,15 @@ struct Session {
 
 type Shared = Rc<RefCell<Session>>;
 
+/// A fresh app-session id: 128 random bits, hex.
+pub fn mint_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    if let Some(crypto) = web_sys::window().and_then(|w| w.crypto().ok()) {
+        let _ = crypto.get_random_values_with_u8_array(&mut bytes);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Binds a bridge to `frame` (already in the document, before its document loads).
 pub fn start(
     frame: HtmlIFrameElement,

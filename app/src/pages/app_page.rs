@@ -146,7 +146,9 @@ fn AppFrame(app: AppView) -> impl IntoView {
                     opens,
                     move |why| closed.set(Some(why)),
                 );
-                element.set_src(&src);
+                // Each frame load is an app session; the frame route serves a session once.
+                let session = crate::apps::bridge::mint_session_id();
+                element.set_src(&format!("{src}&session={session}"));
                 let _ = element.focus();
             }
         });
