@@ -47,6 +47,25 @@ fn refusal(status: StatusCode, message: &str) -> Response {
     response
 }
 
+/// The first lines of every app route: signed in (401), entitled to `slug` (403, alike for a
+/// slug that does not exist).
+async fn entitled(
+    state: &ServerState,
+    session: &Session,
+    slug: &str,
+) -> Result<(RequestContext, app::servers::ssr::registry::ServerRow), Response> {
+    let pool = &state.app.pool;
+    let ctx = match RequestContext::from_session(pool, session).await {
+        Ok(Some(ctx)) => ctx,
+        Ok(None) => return Err(app_error(AppError::Unauthorized)),
+        Err(error) => return Err(app_error(error)),
+    };
+    match authorize::entitled_server(pool, &ctx, slug).await {
+        Ok(server) => Ok((ctx, server)),
+        Err(error) => Err(app_error(error)),
+    }
+}
+
 fn app_error(error: AppError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     refusal(status, &error.to_string())
@@ -113,14 +132,9 @@ pub async fn frame(
     Query(query): Query<FrameQuery>,
 ) -> Response {
     let pool = &state.app.pool;
-    let ctx = match RequestContext::from_session(pool, &session).await {
-        Ok(Some(ctx)) => ctx,
-        Ok(None) => return app_error(AppError::Unauthorized),
-        Err(error) => return app_error(error),
-    };
-    let server = match authorize::entitled_server(pool, &ctx, &slug).await {
-        Ok(server) => server,
-        Err(error) => return app_error(error),
+    let (ctx, server) = match entitled(&state, &session, &slug).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
     };
     if !server.approves(Capability::Apps) {
         return refusal(
@@ -388,14 +402,9 @@ pub async fn opening_call(
         return refused;
     }
     let pool = &state.app.pool;
-    let ctx = match RequestContext::from_session(pool, &session).await {
-        Ok(Some(ctx)) => ctx,
-        Ok(None) => return app_error(AppError::Unauthorized),
-        Err(error) => return app_error(error),
-    };
-    let server = match authorize::entitled_server(pool, &ctx, &slug).await {
-        Ok(server) => server,
-        Err(error) => return app_error(error),
+    let (ctx, server) = match entitled(&state, &session, &slug).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
     };
     if ctx.session_kind == app::auth::ssr::session::SessionKind::Token {
         return refusal(
