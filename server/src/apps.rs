@@ -34,6 +34,10 @@ pub fn routes() -> Router<ServerState> {
             post(tools_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
         )
         .route(
+            "/apps/{slug}/resources/read",
+            post(resources_read).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
+        )
+        .route(
             "/apps/{slug}/opening-call",
             post(opening_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
         )
@@ -465,6 +469,57 @@ pub async fn opening_call(
         Err(error) => refusal(
             StatusCode::BAD_GATEWAY,
             &format!("The server could not run the tool: {error}"),
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct ReadBody {
+    uri: String,
+}
+
+/// POST /apps/<slug>/resources/read: the bridge's `resources/read`, for this server's
+/// `ui://` resources only, checked as discovery checks them.
+pub async fn resources_read(
+    State(state): State<ServerState>,
+    session: Session,
+    headers: HeaderMap,
+    Path(slug): Path<String>,
+    Json(body): Json<ReadBody>,
+) -> Response {
+    if let Some(refused) = refuse_unless_json_from_console(&state, &headers) {
+        return refused;
+    }
+    let (_ctx, server) = match entitled(&state, &session, &slug).await {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    if !body.uri.starts_with("ui://") || !server.approves(Capability::Apps) {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "Only this server's ui:// resources can be read.",
+        );
+    }
+    let Some(endpoint) = server.endpoint() else {
+        return refusal(StatusCode::BAD_GATEWAY, "The server has no endpoint.");
+    };
+    let hub = &state.app.hub;
+    match hub.read_resource(&slug, &endpoint, &body.uri).await {
+        Ok(read) => match app::servers::ssr::discovery::app_resource(
+            &body.uri,
+            None,
+            &read,
+            hub.settings().resource_limit,
+        ) {
+            Ok(_) => Json(read).into_response(),
+            Err(problem) => refusal(
+                StatusCode::BAD_GATEWAY,
+                &format!("The resource is not a valid app resource: {problem}"),
+            ),
+        },
+        Err(error) => refusal(
+            StatusCode::BAD_GATEWAY,
+            &format!("The server could not read it: {error}"),
         ),
     }
 }

@@ -496,3 +496,33 @@ async fn each_app_session_is_served_one_document(pool: PgPool) {
         assert!(!response.text().await.unwrap().contains("<script"), "{bad}");
     }
 }
+
+#[sqlx::test(migrations = false)]
+async fn a_page_reads_only_its_own_servers_ui_resources(pool: PgPool) {
+    let (app, admin, _server) = setup(pool).await;
+    let read = |uri: &'static str| {
+        admin
+            .post(app.url("/apps/widget/resources/read"))
+            .header("origin", &app.base)
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({"uri": uri}))
+            .send()
+    };
+    let response = read("ui://test/blob.html").await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["contents"][0]["uri"], "ui://test/blob.html");
+    assert_eq!(read("file:///test/readme.txt").await.unwrap().status(), 403);
+    assert_eq!(
+        read("ui://test/wrong-mime.html").await.unwrap().status(),
+        502
+    );
+    let cross = admin
+        .post(app.url("/apps/widget/resources/read"))
+        .header("origin", "https://evil.example")
+        .json(&json!({"uri": "ui://test/blob.html"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), 403);
+}

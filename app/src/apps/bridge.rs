@@ -182,14 +182,22 @@ fn answer(session: &Shared, id: Id, request: Request) {
                 send(&session, reply);
             });
         }
-        Request::ResourcesRead { .. } => send(
-            session,
-            error(
-                &id,
-                -32601,
-                "resources/read is not available in this console yet",
-            ),
-        ),
+        Request::ResourcesRead { uri } => {
+            let (slug, session) = (session.borrow().slug.clone(), session.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                let reply = match post(
+                    &format!("/apps/{slug}/resources/read"),
+                    &json!({"uri": uri}),
+                )
+                .await
+                {
+                    Ok(value) => result(&id, value),
+                    Err(message) => error(&id, -32000, &message),
+                };
+                send(&session, reply);
+            });
+        }
+
         Request::NotSupported(_) => send(
             session,
             error(&id, -32601, "not supported: this console has no model"),
