@@ -196,7 +196,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .with_path("/")
         .with_expiry(Expiry::OnInactivity(config.auth.session_idle));
 
-    let routes = generate_route_list(App);
+    let routes = route_list();
     let leptos_options = state.app.leptos_options.clone();
     let app_state = state.app.clone();
     let context = move || provide_context(app_state.clone());
@@ -230,6 +230,16 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .layer(referrer)
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The console's routes, generated once per process. Generating runs the app with resource
+/// loading suppressed through a process-wide flag (leptos_server's `SuppressResourceLoad`);
+/// doing it again while another `Application` in the same process serves (as the tests run
+/// several) would stall that one's pages, so it happens exactly once.
+fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> =
+        std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
 }
 
 async fn delete_expired_sessions(store: PostgresStore) {
