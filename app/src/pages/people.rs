@@ -4,7 +4,7 @@ use leptos_meta::Title;
 use crate::auth::{PersonView, Role, list_people};
 use crate::entitlements::SetRole;
 use crate::pages::ErrorPage;
-use crate::shell::Protected;
+use crate::shell::{ActionError, Protected};
 
 /// Admins only: everyone who has signed in, with their roles, and buttons to change them.
 #[component]
@@ -19,18 +19,11 @@ pub fn PeoplePage() -> impl IntoView {
 fn PeopleTable() -> impl IntoView {
     let set_role = ServerAction::<SetRole>::new();
     let people = Resource::new_blocking(move || set_role.version().get(), |_| list_people());
-    // A refusal (such as removing your own admin role) comes back as the action's error,
-    // with JavaScript or, after the redirect, in the URL without it.
-    let error = move || {
-        set_role
-            .value()
-            .get()
-            .and_then(Result::err)
-            .map(|e| e.to_string())
-    };
+    // A refusal (such as removing your own admin role) shows as the action's error with
+    // JavaScript; without it the form post redirects back to this page.
     view! {
         <h1>"People"</h1>
-        {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+        <ActionError action=set_role />
         <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match people.await {

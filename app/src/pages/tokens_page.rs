@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::pages::ErrorPage;
-use crate::shell::Protected;
+use crate::shell::{ActionError, Protected};
 use crate::tokens::{MintToken, RevokeToken, TokenView, list_my_tokens, take_minted_token};
 
 /// A person's own login tokens: mint (shown once), list, revoke.
@@ -103,15 +103,8 @@ pub fn TokenTable(
     revoke: ServerAction<RevokeToken>,
     show_owner: bool,
 ) -> impl IntoView {
-    let error = move || {
-        revoke
-            .value()
-            .get()
-            .and_then(Result::err)
-            .map(|e| e.to_string())
-    };
     view! {
-        {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+        <ActionError action=revoke />
         <table>
             <caption>"Login tokens"</caption>
             <thead><tr>

@@ -1,5 +1,6 @@
 //! The document shell, the router and the console bar every page sits under.
 
+mod action_error;
 mod console_bar;
 pub mod protected;
 mod theme;
@@ -12,6 +13,7 @@ use leptos_router::{
     path,
 };
 
+pub use action_error::ActionError;
 pub use console_bar::ConsoleBar;
 pub use protected::{MeResource, Protected};
 pub use theme::{Theme, ThemeToggle};

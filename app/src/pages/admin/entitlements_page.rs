@@ -8,7 +8,7 @@ use crate::entitlements::{
 };
 use crate::pages::ErrorPage;
 use crate::servers::list_servers;
-use crate::shell::Protected;
+use crate::shell::{ActionError, Protected};
 
 /// Admins: grant and revoke servers; who can reach each server; what a person can reach.
 #[component]
@@ -29,19 +29,12 @@ fn Entitlements() -> impl IntoView {
         move || (grant.version().get(), revoke.version().get()),
         |_| list_entitlements(),
     );
-    let revoke_error = move || {
-        revoke
-            .value()
-            .get()
-            .and_then(Result::err)
-            .map(|e| e.to_string())
-    };
     view! {
         <h1>"Entitlements"</h1>
         <GrantForm grant />
         <section aria-labelledby="grants-title">
             <h2 id="grants-title">"Who can reach each server"</h2>
-            {move || revoke_error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+            <ActionError action=revoke />
             <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match grants.await {

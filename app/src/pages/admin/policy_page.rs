@@ -5,7 +5,7 @@ use leptos_router::hooks::use_params_map;
 use crate::auth::Role;
 use crate::entitlements::{MarkReadOnly, PolicyTool, PolicyView, SetPolicy, get_policy};
 use crate::pages::ErrorPage;
-use crate::shell::Protected;
+use crate::shell::{ActionError, Protected};
 
 /// Admins: a server's tool policy and read-only marks.
 #[component]
@@ -45,12 +45,6 @@ fn PolicyDetails(
     mark: ServerAction<MarkReadOnly>,
 ) -> impl IntoView {
     let slug = policy.slug.clone();
-    let mark_error = move || {
-        mark.value()
-            .get()
-            .and_then(Result::err)
-            .map(|e| e.to_string())
-    };
     view! {
         <h1>"Tool policy " <code>{slug.clone()}</code></h1>
         <p><a href=format!("/admin/servers/{slug}")>"Back to the server"</a></p>
@@ -62,7 +56,7 @@ fn PolicyDetails(
                  a mark is cleared automatically when the server changes the tool's definition, \
                  until an admin marks it again."
             </p>
-            {move || mark_error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+            <ActionError action=mark />
             {if policy.tools.is_empty() {
                 view! { <p>"The server lists no tools."</p> }.into_any()
             } else {
@@ -74,12 +68,6 @@ fn PolicyDetails(
 
 #[component]
 fn PolicyForm(policy: PolicyView, set: ServerAction<SetPolicy>) -> impl IntoView {
-    let error = move || {
-        set.value()
-            .get()
-            .and_then(Result::err)
-            .map(|e| e.to_string())
-    };
     let saved = move || matches!(set.value().get(), Some(Ok(())));
     let ask = policy.writing_from_apps == "ask";
     view! {
@@ -115,7 +103,7 @@ fn PolicyForm(policy: PolicyView, set: ServerAction<SetPolicy>) -> impl IntoView
                 <button type="submit" class="primary">"Save policy"</button>
             </ActionForm>
             {move || saved().then(|| view! { <p class="notice" role="status">"Policy saved."</p> })}
-            {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+            <ActionError action=set />
         </section>
     }
 }

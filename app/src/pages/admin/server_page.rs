@@ -7,7 +7,7 @@ use crate::auth::Role;
 use crate::pages::ErrorPage;
 use crate::servers::views::ServerDetail;
 use crate::servers::{Capability, RefreshServer, UpdateServer, get_server};
-use crate::shell::Protected;
+use crate::shell::{ActionError, Protected};
 
 /// Admins: one server's tools, app resources, discovery problems, and its settings.
 #[component]
@@ -148,13 +148,6 @@ fn RefreshButton(slug: String) -> impl IntoView {
 #[component]
 fn EditForm(summary: crate::servers::views::ServerSummary) -> impl IntoView {
     let update = ServerAction::<UpdateServer>::new();
-    let error = move || {
-        update
-            .value()
-            .get()
-            .and_then(|r| r.err())
-            .map(|e| e.to_string())
-    };
     let checked: Vec<Capability> = summary
         .capabilities
         .iter()
@@ -171,7 +164,7 @@ fn EditForm(summary: crate::servers::views::ServerSummary) -> impl IntoView {
                 <label class="check"><input type="checkbox" name="enabled" checked=summary.enabled /> "Enabled"</label>
                 <button type="submit" class="primary">"Save"</button>
             </ActionForm>
-            {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+            <ActionError action=update />
         </section>
     }
 }

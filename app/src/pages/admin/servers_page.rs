@@ -6,7 +6,7 @@ use crate::auth::Role;
 use crate::pages::ErrorPage;
 use crate::servers::views::{ServerStatus, ServerSummary};
 use crate::servers::{Capability, RegisterServer, list_servers};
-use crate::shell::Protected;
+use crate::shell::{ActionError, Protected};
 
 /// Admins: every server, and the form to register a Streamable HTTP one.
 #[component]
@@ -85,13 +85,6 @@ pub fn StatusBadge(status: ServerStatus) -> impl IntoView {
 #[component]
 fn RegisterForm() -> impl IntoView {
     let register = ServerAction::<RegisterServer>::new();
-    let error = move || {
-        register
-            .value()
-            .get()
-            .and_then(|r| r.err())
-            .map(|e| e.to_string())
-    };
     view! {
         <section aria-labelledby="register-title" class="form-card">
             <h2 id="register-title">"Register a server"</h2>
@@ -106,7 +99,7 @@ fn RegisterForm() -> impl IntoView {
                 <CapabilityBoxes checked=vec![Capability::Tools] />
                 <button type="submit" class="primary">"Register"</button>
             </ActionForm>
-            {move || error().map(|e| view! { <p class="notice notice-error" role="alert">{e}</p> })}
+            <ActionError action=register />
         </section>
     }
 }
