@@ -304,10 +304,14 @@ pub async fn tools_call(
     };
     let arguments = call.arguments.unwrap_or_default();
     let argument_digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
-    let decision = match authorize::tool_call(pool, &ctx, &slug, &call.name, Surface::App).await {
+    // Not entitled, or no such slug: the same 403, and nothing recorded under a slug the
+    // person cannot see.
+    let server = match authorize::entitled_server(pool, &ctx, &slug).await {
+        Ok(server) => server,
+        Err(error) => return app_error(error),
+    };
+    let decision = match authorize::decision(pool, &ctx, &server, &call.name, Surface::App).await {
         Ok(decision) => decision,
-        // Not entitled, or no such slug: the same 403, and nothing recorded under a slug
-        // the person cannot see.
         Err(error) => return app_error(error),
     };
     let refused = match decision {
@@ -345,12 +349,8 @@ pub async fn tools_call(
         }
         return refusal(StatusCode::FORBIDDEN, message);
     }
-    let Some(endpoint) = authorize::entitled_server(pool, &ctx, &slug)
-        .await
-        .ok()
-        .and_then(|s| s.endpoint())
-    else {
-        return refusal(StatusCode::FORBIDDEN, "You do not have access to this.");
+    let Some(endpoint) = server.endpoint() else {
+        return refusal(StatusCode::BAD_GATEWAY, "The server has no endpoint.");
     };
     match state
         .app

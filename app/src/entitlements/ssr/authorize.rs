@@ -35,7 +35,20 @@ pub async fn tool_call(
     tool: &str,
     surface: Surface,
 ) -> Result<Decision, AppError> {
-    entitled_server(pool, ctx, slug).await?;
+    let server = entitled_server(pool, ctx, slug).await?;
+    decision(pool, ctx, &server, tool, surface).await
+}
+
+/// The policy decision for `tool` of a server the caller has already found `ctx` entitled
+/// to (with `entitled_server`), so a route that needs the server row asks once.
+pub async fn decision(
+    pool: &PgPool,
+    ctx: &RequestContext,
+    server: &ServerRow,
+    tool: &str,
+    surface: Surface,
+) -> Result<Decision, AppError> {
+    let slug = server.slug.as_str();
     let policy = policies::get(pool, slug).await?;
     let facts = tool_facts(pool, slug, tool).await?;
     Ok(decide(
