@@ -25,6 +25,8 @@ pub struct AppState {
     pub hub: Arc<Hub>,
     /// `scheme://host[:port]` people reach the console at (for CSP sources).
     pub public_origin: String,
+    /// The app sessions issued for frame loads (each frame document is served once).
+    pub frame_tickets: Arc<crate::apps::ssr::tickets::FrameTickets>,
 }
 
 impl AppState {

@@ -33,6 +33,8 @@
 //   {"html": "<!doctype html>..."}
 //                          replaces ui://test/widget.html's text; sends
 //                          notifications/resources/list_changed
+//   {"uiMeta": {...}}       replaces ui://test/widget.html's _meta.ui (its CSP
+//                          domains, permissions); sends resources/list_changed
 //   {"addTool": {"name", "description"?, "title"?, "inputSchema"?, "_meta"?,
 //                "annotations"?, "outputSchema"?, "result"?}}
 //                          adds (or replaces) a tool; `result` is the
@@ -239,6 +241,7 @@ const BUILTIN_RESULTS = {
 const state = {
   tools: initialTools(),
   html: DEFAULT_HTML,
+  uiMeta: structuredClone(WIDGET_UI_META),
   fault: null, // {kind, on}
   calls: {}, // tool name -> how many tools/call it received (GET /control shows it)
 };
@@ -255,7 +258,7 @@ const RESOURCES = [
 function readResource(uri) {
   switch (uri) {
     case WIDGET_URI:
-      return { uri, mimeType: APP_MIME, text: state.html, _meta: { ui: structuredClone(WIDGET_UI_META) } };
+      return { uri, mimeType: APP_MIME, text: state.html, _meta: { ui: structuredClone(state.uiMeta) } };
     case 'ui://test/blob.html':
       return { uri, mimeType: APP_MIME, blob: Buffer.from(BLOB_HTML).toString('base64') };
     case 'ui://test/wrong-mime.html':
@@ -482,10 +485,11 @@ async function handleMcp(req, res) {
 
 function validateControl(body) {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return 'body must be a JSON object';
-  const known = ['reset', 'notify', 'html', 'addTool', 'removeTool', 'describe', 'fault'];
+  const known = ['reset', 'notify', 'html', 'uiMeta', 'addTool', 'removeTool', 'describe', 'fault'];
   const unknown = Object.keys(body).filter((k) => !known.includes(k));
   if (unknown.length) return `unknown key(s): ${unknown.join(', ')}`;
   if ('html' in body && typeof body.html !== 'string') return 'html must be a string';
+  if ('uiMeta' in body && (!body.uiMeta || typeof body.uiMeta !== 'object')) return 'uiMeta must be an object';
   if ('addTool' in body) {
     const t = body.addTool;
     if (!t || typeof t !== 'object' || typeof t.name !== 'string' || !t.name) return 'addTool needs a name';
@@ -543,6 +547,7 @@ async function handleControl(req, res) {
   if (body.reset) {
     state.tools = initialTools();
     state.html = DEFAULT_HTML;
+    state.uiMeta = structuredClone(WIDGET_UI_META);
     state.fault = null;
     toolsChanged = resourcesChanged = true;
     log('reset');
@@ -551,6 +556,11 @@ async function handleControl(req, res) {
     state.html = body.html;
     resourcesChanged = true;
     log(`html replaced (${Buffer.byteLength(body.html)} bytes, sha256 ${sha256(body.html).slice(0, 12)})`);
+  }
+  if ('uiMeta' in body) {
+    state.uiMeta = structuredClone(body.uiMeta);
+    resourcesChanged = true;
+    log('ui meta replaced');
   }
   if ('addTool' in body) {
     const { name, title, description, inputSchema, outputSchema, annotations, _meta, result } = body.addTool;

@@ -152,3 +152,76 @@ test('a second document in the frame removes the frame and its bridge', async ({
     await mcp.control({ reset: true });
   }
 });
+
+test('a page that reloads itself at once gets an inert document, not a second live copy', async ({ page, strad, mcp }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const slug = 'instant-reloader';
+  const html = '<!doctype html><html><body><p>once</p><script>location.reload();</script></body></html>';
+  await registerTestServer(page, strad, mcp, slug, html);
+  try {
+    const frames = [];
+    page.on('response', (r) => { if (r.url().includes(`/apps/${slug}/frame`)) frames.push(r.status()); });
+    await page.goto(`/apps/${slug}`);
+    const app = page.frameLocator('iframe.app-frame');
+    await expect(app.locator('body')).toContainText('tried to load a page by itself');
+    // The app's document was served once; the reload got the inert page.
+    expect(frames).toEqual([200, 403]);
+    await expect(page.locator('iframe.app-frame')).not.toHaveAttribute('data-app-session', 'initialized');
+  } finally {
+    await mcp.control({ reset: true });
+  }
+});
+
+test('leaving the app sends ui/resource-teardown and waits for the answer before the frame goes', async ({ page, strad, mcp }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const slug = 'teardown';
+  // On teardown, this app makes one more tool call and only then answers: the call reaching
+  // the server proves the host asked and waited.
+  const html = `<!doctype html><html><body><p id="s">starting</p><script type="module">
+    const post = (m) => parent.postMessage({ jsonrpc: '2.0', ...m }, '*');
+    let next = 1; const pending = new Map();
+    const request = (method, params) => new Promise((resolve) => { const id = next++; pending.set(id, resolve); post({ id, method, params }); });
+    addEventListener('message', async (e) => {
+      if (e.source !== parent) return;
+      const m = e.data;
+      if (m.method === undefined) { pending.get(m.id)?.(m); pending.delete(m.id); return; }
+      if (m.method === 'ui/resource-teardown') {
+        await request('tools/call', { name: 'show-widget', arguments: { label: 'teardown' } });
+        post({ id: m.id, result: {} });
+      }
+    });
+    await request('ui/initialize', { appInfo: { name: 't', version: '1' }, appCapabilities: {}, protocolVersion: '2026-01-26' });
+    post({ method: 'ui/notifications/initialized', params: {} });
+    document.getElementById('s').textContent = 'running';
+  </script></body></html>`;
+  await registerTestServer(page, strad, mcp, slug, html);
+  try {
+    await page.goto(`/apps/${slug}`);
+    const frame = page.locator('iframe.app-frame');
+    await expect(frame).toHaveAttribute('data-opening-call', 'result');
+    const before = (await mcp.state()).calls['show-widget'] ?? 0;
+    const teardownCall = page.waitForResponse((r) => r.url().endsWith(`/apps/${slug}/tools/call`));
+    await page.getByRole('link', { name: 'Home' }).first().click();
+    expect((await teardownCall).status()).toBe(200);
+    await expect(page).toHaveURL(/\/$/);
+    await expect(frame).toHaveCount(0);
+    expect((await mcp.state()).calls['show-widget']).toBe(before + 1);
+  } finally {
+    await mcp.control({ reset: true });
+  }
+});
+
+test('the status line says what the app is doing, and says so when it never starts', async ({ page, strad, mcp }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const slug = 'silent';
+  await registerTestServer(page, strad, mcp, slug, '<!doctype html><html><body><p>no script here</p></body></html>');
+  try {
+    await page.clock.install();
+    await page.goto(`/apps/${slug}`);
+    await expect(page.getByRole('status').filter({ hasText: 'Starting the app' })).toBeVisible();
+    await page.clock.fastForward(11_000);
+    await expect(page.getByRole('alert')).toContainText('never completed its handshake');
+  } finally {
+    await mcp.control({ reset: true });
+  }
+});

@@ -108,6 +108,8 @@ async function startTestMcpServer() {
     control: (body) => fetch(`http://127.0.0.1:${port}/control`, {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
     }),
+    /** What the server saw: calls per tool, sessions. */
+    state: () => fetch(`http://127.0.0.1:${port}/control`).then((r) => r.json()),
     stop: () => new Promise((resolve) => { child.once('exit', resolve); child.kill('SIGTERM'); }),
   };
 }

@@ -12,7 +12,7 @@ use app::servers::ssr::canonical::{canonical_json, sha256_hex};
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -28,7 +28,7 @@ const CALL_BODY_LIMIT: usize = 256 * 1024;
 
 pub fn routes() -> Router<ServerState> {
     Router::new()
-        .route("/apps/{slug}/frame", get(frame))
+        .route("/apps/{slug}/frame/{ticket}", get(frame))
         .route(
             "/apps/{slug}/tools/call",
             post(tools_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
@@ -75,38 +75,17 @@ fn app_error(error: AppError) -> Response {
     refusal(status, &error.to_string())
 }
 
-#[derive(Deserialize)]
-pub struct FrameQuery {
-    uri: Option<String>,
-    /// The app session the host minted for this frame load (SPEC §6).
-    session: Option<String>,
-}
-
-/// App sessions whose document was served: each is served once, so a page that loads its
-/// own route again (a reload, a meta refresh, `location = …`) gets an inert document
-/// instead of a second live copy. Kept in memory and bounded; a restart forgets them.
-#[derive(Default)]
-pub struct FrameSessions(std::sync::Mutex<std::collections::HashSet<String>>);
-
-const FRAME_SESSIONS_MAX: usize = 100_000;
-
-impl FrameSessions {
-    /// True the first time `key` is seen.
-    pub fn first_load(&self, key: String) -> bool {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.len() >= FRAME_SESSIONS_MAX {
-            seen.clear();
-        }
-        seen.insert(key)
-    }
-}
-
-/// What a frame gets instead of the app: no script may run in it.
-fn inert(message: &str) -> Response {
+/// What a frame gets instead of the app: a readable message, and no script may run in it.
+fn stopped(status: StatusCode, message: &str) -> Response {
+    let message = message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>stopped</title></head><body><p>{message}</p></body></html>"
     );
-    let mut response = (StatusCode::CONFLICT, body).into_response();
+    let mut response = (status, body).into_response();
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
@@ -126,52 +105,77 @@ fn inert(message: &str) -> Response {
     response
 }
 
+fn inert(message: &str) -> Response {
+    stopped(StatusCode::CONFLICT, message)
+}
+
+/// A refusal of the frame route, as a page the frame can show.
+fn frame_error(error: AppError) -> Response {
+    let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    stopped(status, &error.to_string())
+}
+
 /// GET /apps/<slug>/frame: the person's pinned copy, with `<base target="_blank">`, under
 /// the frame CSP built from exactly the served bytes.
 pub async fn frame(
     State(state): State<ServerState>,
     session: Session,
     headers: HeaderMap,
-    Path(slug): Path<String>,
-    Query(query): Query<FrameQuery>,
+    Path((slug, ticket)): Path<(String, String)>,
 ) -> Response {
+    // Only as a frame: a browser says where a response goes, and a top-level visit (a link
+    // to the frame route, or a page opening it in a new tab) is not an app in the console.
+    if let Some(dest) = headers.get("sec-fetch-dest").and_then(|v| v.to_str().ok())
+        && dest != "iframe"
+    {
+        return stopped(
+            StatusCode::FORBIDDEN,
+            "This address only works inside the console. Open the app from the console.",
+        );
+    }
+    // Only the console starts a frame load: a page that reloads or navigates itself is a
+    // cross-site initiator (an opaque origin), and gets an inert page. (Its request carries
+    // no session cookie either: SameSite=Lax keeps it home.)
+    if headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|site| site != "same-origin")
+    {
+        return stopped(
+            StatusCode::FORBIDDEN,
+            "This app was stopped: it tried to load a page by itself. Open the app again from the console.",
+        );
+    }
     let pool = &state.app.pool;
-    let (ctx, server) = match entitled(&state, &session, &slug).await {
-        Ok(found) => found,
-        Err(refused) => return refused,
+    let ctx = match RequestContext::from_session(pool, &session).await {
+        Ok(Some(ctx)) => ctx,
+        Ok(None) => return frame_error(AppError::Unauthorized),
+        Err(error) => return frame_error(error),
+    };
+    let server = match authorize::entitled_server(pool, &ctx, &slug).await {
+        Ok(server) => server,
+        Err(error) => return frame_error(error),
     };
     if !server.approves(Capability::Apps) {
-        return refusal(
+        return stopped(
             StatusCode::NOT_FOUND,
             "This server is not approved to show apps.",
         );
     }
-    let uri = match pins::chosen_uri(pool, &slug, query.uri.as_deref()).await {
-        Ok(Some(uri)) => uri,
-        Ok(None) => return refusal(StatusCode::NOT_FOUND, "This server has no such app."),
-        Err(error) => return app_error(error.into()),
+    // The app session: issued by the console for this person, this server and one frame
+    // load. The resource it names is the one served, whatever the address says.
+    let Some(uri) = state.app.frame_tickets.redeem(&ticket, ctx.user.id, &slug) else {
+        tracing::warn!(server.slug = %slug, "a frame load without a valid app session; served an inert document");
+        return inert(
+            "This app was stopped: it tried to load a second document, or this frame was not opened by the console. Open the app again from the console.",
+        );
     };
-    // One document per app session: the host mints a session for each frame it makes.
-    let session_id = query
-        .session
-        .as_deref()
-        .filter(|s| (16..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric()));
-    let Some(session_id) = session_id else {
-        return inert("Open this app from the console.");
-    };
-    if !state
-        .frame_sessions
-        .first_load(format!("{}:{session_id}", ctx.user.id))
-    {
-        tracing::warn!(server.slug = %slug, "an app loaded its frame a second time; served an inert document");
-        return inert("This app tried to load a second document and was stopped.");
-    }
     let pin = match pins::get(pool, ctx.user.id, &slug, &uri).await {
         Ok(Some(pin)) => pin,
         Ok(None) => {
             // The first open pins; a link from another site never does.
             if !is_same_origin(&headers, &state.config.http.public_origin()) {
-                return refusal(StatusCode::FORBIDDEN, "Open this app from the console.");
+                return stopped(StatusCode::FORBIDDEN, "Open this app from the console.");
             }
             match pins::pin(
                 pool,
@@ -186,31 +190,31 @@ pub async fn frame(
             {
                 Ok(pin) => pin,
                 Err(pins::PinError::Unreachable(why)) => {
-                    return refusal(
+                    return stopped(
                         StatusCode::BAD_GATEWAY,
                         &format!("The server could not be reached: {why}"),
                     );
                 }
                 Err(pins::PinError::Invalid(why)) => {
-                    return refusal(
+                    return stopped(
                         StatusCode::BAD_GATEWAY,
                         &format!("The app is not valid: {why}"),
                     );
                 }
-                Err(pins::PinError::Database(error)) => return app_error(error.into()),
+                Err(pins::PinError::Database(error)) => return frame_error(error.into()),
             }
         }
-        Err(error) => return app_error(error.into()),
+        Err(error) => return frame_error(error.into()),
     };
     if !pin.is_intact() {
         tracing::error!(server.slug = %slug, app.uri = %uri, "a pinned app's bytes no longer match its digest");
-        return refusal(
+        return stopped(
             StatusCode::CONFLICT,
             "Your pinned copy of this app is corrupt. Refresh it to pin the server's copy again.",
         );
     }
     let Ok(html) = String::from_utf8(pin.bytes.clone()) else {
-        return refusal(
+        return stopped(
             StatusCode::CONFLICT,
             "Your pinned copy of this app is not text.",
         );
@@ -338,10 +342,7 @@ pub async fn tools_call(
         });
         let actor = ctx.actor();
         let slug = slug.clone();
-        async move {
-            let mut conn = pool.acquire().await?;
-            writer::append(&mut conn, &actor, "app_tool_call", Some(&slug), &payload).await
-        }
+        async move { writer::append_alone(pool, &actor, "app_tool_call", Some(&slug), &payload).await }
     };
     if let Some(message) = refused {
         if let Err(error) = audit(format!("refused: {decision:?}"), 0).await {
@@ -444,17 +445,8 @@ pub async fn opening_call(
         Err(error) => (format!("error: {error}"), 0),
     };
     let payload = json!({"tool": tool, "arguments_sha256": sha256_hex(b"{}"), "outcome": outcome, "bytes_in": 0, "bytes_out": bytes_out, "surface": "host"});
-    let audited = async {
-        let mut conn = pool.acquire().await?;
-        writer::append(
-            &mut conn,
-            &ctx.actor(),
-            "app_tool_call",
-            Some(&slug),
-            &payload,
-        )
-        .await
-    };
+    let actor = ctx.actor();
+    let audited = writer::append_alone(pool, &actor, "app_tool_call", Some(&slug), &payload);
     if let Err(error) = audited.await {
         tracing::error!(error.message = %error, "could not audit the opening call");
         return refusal(

@@ -36,8 +36,6 @@ pub struct ServerState {
     pub config: Arc<Config>,
     pub oidc: Option<Arc<Oidc>>,
     pub local: Option<Arc<LocalLinks>>,
-    /// App sessions whose frame document was served (one document per frame).
-    pub frame_sessions: Arc<crate::apps::FrameSessions>,
 }
 
 impl FromRef<ServerState> for LeptosOptions {
@@ -127,11 +125,11 @@ impl Application {
                 sign_in,
                 hub,
                 public_origin: config.http.public_origin(),
+                frame_tickets: Arc::default(),
             },
             config: config.clone(),
             oidc,
             local,
-            frame_sessions: Arc::default(),
         };
         let router = router(state.clone(), pool);
         Ok(Self {

@@ -101,7 +101,7 @@ async fn no_route_answers_an_anonymous_request_with_a_server_error(pool: PgPool)
         "/audit/export.json",
         "/audit/export.csv?since=nonsense",
         "/?token=strad_x",
-        "/apps/x/frame",
+        "/apps/x/frame/0123456789abcdef0123456789abcdef",
         "/apps/x/tools/call",
     ];
     for path in gets {

@@ -26,18 +26,39 @@ async fn setup(pool: PgPool) -> (TestApp, reqwest::Client, TestServer) {
     (app, admin, server)
 }
 
-/// Loads the frame as the host does: a fresh app session each time.
-async fn frame(app: &TestApp, browser: &reqwest::Client, slug: &str) -> reqwest::Response {
-    let session: String = (0..32)
-        .map(|_| char::from(b'a' + rand::random::<u8>() % 26))
-        .collect();
-    let url = app.url(&format!("/apps/{slug}/frame?session={session}"));
+/// The app session for one frame load, as the console issues it when it opens the app.
+async fn ticket(app: &TestApp, browser: &reqwest::Client, slug: &str) -> Option<String> {
+    let response = server_fn(app, browser, "apps/open", &[("slug", slug)]).await;
+    if !response.status().is_success() {
+        return None;
+    }
+    let view: Value = response.json().await.unwrap();
+    view["ticket"].as_str().map(str::to_owned)
+}
+
+/// Loads the frame with `ticket` as a browser loads a frame.
+async fn frame_with(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    slug: &str,
+    ticket: &str,
+) -> reqwest::Response {
     browser
-        .get(url)
+        .get(app.url(&format!("/apps/{slug}/frame/{ticket}")))
         .header("sec-fetch-site", "same-origin")
+        .header("sec-fetch-dest", "iframe")
         .send()
         .await
         .unwrap()
+}
+
+/// Loads the frame as the host does: a fresh app session each time (a made-up one when
+/// the console would not open the app).
+async fn frame(app: &TestApp, browser: &reqwest::Client, slug: &str) -> reqwest::Response {
+    let ticket = ticket(app, browser, slug)
+        .await
+        .unwrap_or_else(|| format!("{:032x}", rand::random::<u128>()));
+    frame_with(app, browser, slug, &ticket).await
 }
 
 async fn call(
@@ -109,13 +130,25 @@ async fn the_frame_serves_the_pin_under_exactly_the_frame_csp(pool: PgPool) {
 async fn a_corrupt_pin_is_refused_with_a_clear_message(pool: PgPool) {
     let (app, admin, _server) = setup(pool).await;
     assert_eq!(frame(&app, &admin, "widget").await.status(), 200);
+    // A ticket issued while the pin was intact; the bytes change before the frame loads.
+    let issued = ticket(&app, &admin, "widget").await.unwrap();
     sqlx::query("UPDATE pins SET bytes = bytes || '<script>evil()</script>'::bytea")
         .execute(&app.pool)
         .await
         .unwrap();
-    let response = frame(&app, &admin, "widget").await;
+    let response = frame_with(&app, &admin, "widget", &issued).await;
     assert_eq!(response.status(), 409);
-    assert!(response.text().await.unwrap().contains("corrupt"));
+    let page = response.text().await.unwrap();
+    assert!(page.contains("corrupt"));
+    assert!(!page.contains("evil()"));
+    // The console no longer opens it: no ticket, the page says why.
+    let view: Value = server_fn(&app, &admin, "apps/open", &[("slug", "widget")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(view["status"], "Corrupt");
+    assert!(view["ticket"].is_null());
 }
 
 #[sqlx::test(migrations = false)]
@@ -123,7 +156,7 @@ async fn the_frame_is_refused_to_strangers_and_never_pinned_cross_site(pool: PgP
     let (app, admin, _server) = setup(pool).await;
     assert_eq!(
         app.client
-            .get(app.url("/apps/widget/frame"))
+            .get(app.url("/apps/widget/frame/0123456789abcdef0123456789abcdef"))
             .send()
             .await
             .unwrap()
@@ -155,8 +188,14 @@ async fn the_frame_is_refused_to_strangers_and_never_pinned_cross_site(pool: PgP
         &[("slug", "widget"), ("grantee", "admin@localhost")],
     )
     .await;
+    // A ticket issued, then the pin gone: a cross-site load of the frame does not pin.
+    let issued = ticket(&app, &admin, "widget").await.unwrap();
+    sqlx::query("DELETE FROM pins")
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let cross = admin
-        .get(app.url("/apps/widget/frame?session=abcdefghijklmnopqrstuvwxyz"))
+        .get(app.url(&format!("/apps/widget/frame/{issued}")))
         .header("sec-fetch-site", "cross-site")
         .send()
         .await
@@ -192,6 +231,34 @@ async fn a_read_only_app_tool_runs_and_is_audited(pool: PgPool) {
     assert_eq!(payload["tool"], "show-widget");
     assert_eq!(payload["outcome"], "ok");
     assert!(payload["arguments_sha256"].as_str().unwrap().len() == 64);
+}
+
+/// Calls made at once are audited in one unbroken chain: each audit row is written in a
+/// transaction of its own, so the chain's lock holds from reading the last hash to the insert.
+#[sqlx::test(migrations = false)]
+async fn concurrent_app_calls_are_audited_in_one_unbroken_chain(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    let calls = (0..32).map(|i| {
+        let (app, admin) = (&app, &admin);
+        async move {
+            let body = json!({"name": "show-widget", "arguments": {"label": format!("n{i}")}});
+            call(app, admin, "widget", body).await.status()
+        }
+    });
+    let statuses = futures::future::join_all(calls).await;
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    assert_eq!(calls_of(&server, "show-widget").await, 32);
+    let audited: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'app_tool_call'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(audited, 32);
+    let mut conn = app.pool.acquire().await.unwrap();
+    let broken = app::audit::ssr::writer::first_broken_row(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(broken, None, "the chain forked under concurrent calls");
 }
 
 #[sqlx::test(migrations = false)]
@@ -402,15 +469,21 @@ async fn the_app_page_pins_on_first_open_and_limits_its_frame_to_one_path(pool: 
     assert_eq!(
         csp,
         format!(
-            "frame-ancestors 'none'; frame-src {}/apps/widget/frame; object-src 'none'; base-uri 'self'; form-action 'self'",
+            "frame-ancestors 'none'; frame-src {}/apps/widget/frame/; object-src 'none'; base-uri 'self'; form-action 'self'",
             app.base
         )
     );
     let page = response.text().await.unwrap();
-    assert!(
-        page.contains("data-src=\"/apps/widget/frame?uri=ui%3A%2F%2Ftest%2Fwidget.html\""),
-        "the frame waits for the bridge"
-    );
+    let src = page
+        .split("data-src=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the frame's address waits for the bridge in data-src");
+    let ticket = src
+        .strip_prefix("/apps/widget/frame/")
+        .and_then(|rest| rest.strip_suffix("?uri=ui%3A%2F%2Ftest%2Fwidget.html"))
+        .unwrap_or_else(|| panic!("unexpected frame address {src}"));
+    assert!(ticket.len() == 32 && ticket.bytes().all(|b| b.is_ascii_hexdigit()));
     assert!(page.contains("sandbox=\"allow-scripts allow-popups allow-popups-to-escape-sandbox\""));
     let pins: i64 = sqlx::query_scalar("SELECT count(*) FROM pins")
         .fetch_one(&app.pool)
@@ -466,35 +539,60 @@ async fn the_opening_call_runs_only_a_read_only_declaring_tool(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn each_app_session_is_served_one_document(pool: PgPool) {
     let (app, admin, _server) = setup(pool).await;
-    let url = app.url("/apps/widget/frame?session=0123456789abcdef0123456789abcdef");
-    let first = admin
-        .get(&url)
-        .header("sec-fetch-site", "same-origin")
-        .send()
-        .await
-        .unwrap();
+    let issued = ticket(&app, &admin, "widget").await.unwrap();
+    // Not as a top-level page (a console link to it, an address typed), and not a load the
+    // page starts itself (a cross-site initiator): refusals that do not spend the ticket.
+    for (site, dest, says) in [
+        ("same-origin", "document", "only works inside the console"),
+        ("none", "document", "only works inside the console"),
+        ("cross-site", "iframe", "by itself"),
+    ] {
+        let refused = admin
+            .get(app.url(&format!("/apps/widget/frame/{issued}")))
+            .header("sec-fetch-site", site)
+            .header("sec-fetch-dest", dest)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 403, "{site} {dest}");
+        let page = refused.text().await.unwrap();
+        assert!(!page.contains("<script"), "{site} {dest}");
+        assert!(page.contains(says), "{site} {dest}: {page}");
+    }
+    let first = frame_with(&app, &admin, "widget", &issued).await;
     assert_eq!(first.status(), 200);
-    let second = admin
-        .get(&url)
-        .header("sec-fetch-site", "same-origin")
-        .send()
-        .await
-        .unwrap();
+    let second = frame_with(&app, &admin, "widget", &issued).await;
     assert_eq!(second.status(), 409);
     assert_eq!(
         second.headers()["content-security-policy"],
         "sandbox; default-src 'none'; script-src 'none'; frame-ancestors 'self'"
     );
     assert!(second.text().await.unwrap().contains("second document"));
-    for bad in ["", "?session=short", "?session=has-punctuation!!!!!!!!"] {
-        let response = admin
-            .get(app.url(&format!("/apps/widget/frame{bad}")))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 409, "{bad}");
-        assert!(!response.text().await.unwrap().contains("<script"), "{bad}");
+    // A ticket the console never issued, or one issued for another server (the person and
+    // server binding is unit-tested with the ticket store).
+    register_server(&app, &admin, "gadget", &_server.url, true).await;
+    let granted = server_fn(
+        &app,
+        &admin,
+        "entitlements/grant",
+        &[("slug", "gadget"), ("grantee", "admin@localhost")],
+    )
+    .await;
+    assert_eq!(granted.status(), 200);
+    let for_widget = ticket(&app, &admin, "widget").await.unwrap();
+    let made_up = "0123456789abcdef0123456789abcdef".to_string();
+    for ticket in [&made_up, &for_widget] {
+        let response = frame_with(&app, &admin, "gadget", ticket).await;
+        assert_eq!(response.status(), 409, "{ticket}");
+        assert!(!response.text().await.unwrap().contains("<script"));
     }
+    // The wrong use spent it: the widget cannot use it now either.
+    assert_eq!(
+        frame_with(&app, &admin, "widget", &for_widget)
+            .await
+            .status(),
+        409
+    );
 }
 
 #[sqlx::test(migrations = false)]

@@ -138,6 +138,15 @@ async fn revoked_expired_unknown_and_cross_site_tokens_are_refused(pool: PgPool)
         assert_eq!(location(&response), "/sign-in?error=login-token", "{token}");
         assert!(!is_signed_in(&app, &browser).await);
     }
+    // Someone already signed in keeps their session; the bad token only leaves the address.
+    let response = app
+        .client
+        .get(app.url("/tokens?view=week&token=x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&response), "/tokens?view=week");
+    assert!(is_signed_in(&app, &app.client).await);
     let browser = app.new_browser();
     let response = browser
         .get(app.url(&format!("/?token={good}")))

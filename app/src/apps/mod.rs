@@ -6,6 +6,7 @@
 pub mod bridge;
 pub mod bridge_message;
 pub mod host_open;
+pub mod location;
 mod open_app;
 #[cfg(feature = "ssr")]
 pub mod ssr;

@@ -32,6 +32,8 @@ pub struct AppView {
     /// The tool that declares the app, called on open when it is read-only.
     pub declaring_tool: Option<String>,
     pub opens_with_call: bool,
+    /// The app session for one frame load (SPEC §6), when the app can be shown.
+    pub ticket: Option<String>,
 }
 
 /// Opens an app for the signed-in person: entitlement, the resource to show, and its pin
@@ -72,6 +74,7 @@ pub async fn open_app(
         differs: false,
         declaring_tool: None,
         opens_with_call: false,
+        ticket: None,
     };
     if cross_site {
         // No pin, no MCP call: the page only offers a same-origin Open link.
@@ -128,6 +131,7 @@ pub async fn open_app(
         let facts = authorize::tool_facts(&state.pool, &slug, tool).await?;
         view.opens_with_call = facts.is_some_and(|f| f.is_read_only());
     }
+    view.ticket = Some(state.frame_tickets.issue(ctx.user.id, &slug, &uri));
     view.status = AppStatus::Ready;
     Ok(view)
 }

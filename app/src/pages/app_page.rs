@@ -47,7 +47,7 @@ fn set_host_policy(_slug: &str) {
         crate::state::AppState::from_context(),
     ) {
         let policy = format!(
-            "frame-ancestors 'none'; frame-src {}/apps/{_slug}/frame; object-src 'none'; base-uri 'self'; form-action 'self'",
+            "frame-ancestors 'none'; frame-src {}/apps/{_slug}/frame/; object-src 'none'; base-uri 'self'; form-action 'self'",
             state.public_origin
         );
         if let Ok(value) = http::HeaderValue::from_str(&policy) {
@@ -121,36 +121,132 @@ fn RefreshPin(app: AppView) -> impl IntoView {
     }
 }
 
+/// Where the app is, for the status line above the frame (the hydrated bridge moves it on).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+enum Phase {
+    /// The frame's document is being fetched.
+    Loading,
+    /// The document loaded; the page has not finished its handshake.
+    Starting,
+    /// The handshake is done and nothing is pending.
+    Running,
+    /// The host is calling the declaring tool for the page.
+    Opening(String),
+    /// The opening call failed; the page was told.
+    OpeningFailed(String),
+    /// The page has not finished its handshake after a while.
+    Silent,
+    /// The frame is gone: why, when the app caused it.
+    Closed(Option<&'static str>),
+}
+
+#[component]
+fn AppStatusLine(phase: RwSignal<Phase>) -> impl IntoView {
+    move || {
+        let (text, busy, alert) = match phase.get() {
+            Phase::Loading => ("Loading the app…".to_string(), true, false),
+            Phase::Starting => ("Starting the app…".to_string(), true, false),
+            Phase::Opening(tool) => (format!("Running {tool} for the app…"), true, false),
+            Phase::Running | Phase::Closed(None) => return None,
+            Phase::OpeningFailed(reason) => (
+                format!("The app opened, but its first call failed: {reason}"),
+                false,
+                true,
+            ),
+            Phase::Silent => (
+                "The app has not started: it loaded but never completed its handshake with the console. \
+                 It may not be an MCP App, or its script failed."
+                    .to_string(),
+                false,
+                true,
+            ),
+            Phase::Closed(Some(why)) => (why.to_string(), false, true),
+        };
+        let class = if alert {
+            "notice notice-error app-status"
+        } else {
+            "notice app-status"
+        };
+        Some(view! {
+            <p class=class role=if alert { "alert" } else { "status" } aria-live="polite">
+                {busy.then(|| view! { <progress class="app-progress" aria-label="Progress"></progress> " " })}
+                {text}
+            </p>
+        })
+    }
+}
+
 #[component]
 fn AppFrame(app: AppView) -> impl IntoView {
     let uri = app.uri.clone().unwrap_or_default();
-    let src = format!("/apps/{}/frame?uri={}", app.slug, encode_component(&uri));
+    // The ticket is this frame load's app session. The frame's query is the app's `uri`
+    // first, then the host's own params and hash (SPEC §6 "Location"), added once hydrated.
+    let base = format!(
+        "/apps/{}/frame/{}",
+        app.slug,
+        app.ticket.clone().unwrap_or_default()
+    );
+    let src = format!("{base}?uri={}", encode_component(&uri));
     let frame: NodeRef<Iframe> = NodeRef::new();
-    let closed = RwSignal::new(None::<&'static str>);
+    let phase = RwSignal::new(Phase::Loading);
     #[cfg(feature = "hydrate")]
     {
-        let (slug, uri, src, opens) = (
-            app.slug.clone(),
-            uri.clone(),
-            src.clone(),
-            app.opens_with_call,
-        );
+        use crate::apps::bridge::{self, Event};
+        let opening_tool = app
+            .opens_with_call
+            .then(|| app.declaring_tool.clone())
+            .flatten();
+        let (slug, uri) = (app.slug.clone(), uri.clone());
+        let src = {
+            let location = web_sys::window().map(|w| w.location());
+            let search = location
+                .as_ref()
+                .and_then(|l| l.search().ok())
+                .unwrap_or_default();
+            let hash = location
+                .as_ref()
+                .and_then(|l| l.hash().ok())
+                .unwrap_or_default();
+            format!(
+                "{base}?{}{hash}",
+                crate::apps::location::frame_query(&uri, &search)
+            )
+        };
+        let navigate = leptos_router::hooks::use_navigate();
         Effect::new(move || {
-            if let Some(element) = frame.get() {
-                // The bridge listens before the frame's document exists, so the page's first
-                // message (`ui/initialize`) cannot be missed.
-                crate::apps::bridge::start(
-                    element.clone(),
-                    slug.clone(),
-                    uri.clone(),
-                    opens,
-                    move |why| closed.set(Some(why)),
-                );
-                // Each frame load is an app session; the frame route serves a session once.
-                let session = crate::apps::bridge::mint_session_id();
-                element.set_src(&format!("{src}&session={session}"));
-                let _ = element.focus();
-            }
+            let Some(element) = frame.get() else { return };
+            // The bridge listens before the frame's document exists, so the page's first
+            // message (`ui/initialize`) cannot be missed.
+            let handle = bridge::start(
+                element.clone(),
+                slug.clone(),
+                uri.clone(),
+                opening_tool.clone(),
+                move |event| match event {
+                    Event::Loaded => {
+                        phase.set(Phase::Starting);
+                        // An app that never answers is said so, not left as a blank box.
+                        set_timeout(
+                            move || {
+                                if phase.get_untracked() == Phase::Starting {
+                                    phase.set(Phase::Silent);
+                                }
+                            },
+                            std::time::Duration::from_secs(10),
+                        );
+                    }
+                    Event::Initialized => phase.set(Phase::Running),
+                    Event::OpeningCall { tool } => phase.set(Phase::Opening(tool)),
+                    Event::OpeningDone => phase.set(Phase::Running),
+                    Event::OpeningFailed { reason } => phase.set(Phase::OpeningFailed(reason)),
+                    Event::Closed { why } => phase.set(Phase::Closed(why)),
+                },
+            );
+            // The document loads only now, with the bridge listening.
+            element.set_src(&src);
+            let _ = element.focus();
+            leave_through_teardown(handle, navigate.clone());
         });
     }
     let digest = app.digest.clone().unwrap_or_default();
@@ -164,7 +260,7 @@ fn AppFrame(app: AppView) -> impl IntoView {
             })}
         </div>
         <noscript><p class="notice">"Apps need JavaScript: the console relays their messages."</p></noscript>
-        {move || closed.get().map(|why| view! { <p class="notice notice-error" role="alert">{why}</p> })}
+        <AppStatusLine phase />
         <iframe
             node_ref=frame
             class="app-frame"
@@ -174,4 +270,79 @@ fn AppFrame(app: AppView) -> impl IntoView {
             referrerpolicy="no-referrer"
         ></iframe>
     }
+}
+
+/// The frame is removed only after `ui/resource-teardown`: a console link clicked while the
+/// app runs waits for the app's answer (briefly) before the router moves on; when the page
+/// itself goes away (Back, a closed tab) the request is sent without waiting.
+#[cfg(feature = "hydrate")]
+fn leave_through_teardown(
+    bridge: crate::apps::bridge::Bridge,
+    navigate: impl Fn(&str, leptos_router::NavigateOptions) + Clone + 'static,
+) {
+    use leptos::wasm_bindgen::JsCast;
+    use leptos::wasm_bindgen::prelude::Closure;
+    use send_wrapper::SendWrapper;
+
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let on_click_bridge = bridge.clone();
+    let on_click =
+        Closure::<dyn FnMut(web_sys::MouseEvent)>::new(move |ev: web_sys::MouseEvent| {
+            if !on_click_bridge.is_open()
+                || ev.default_prevented()
+                || ev.button() != 0
+                || ev.meta_key()
+                || ev.alt_key()
+                || ev.ctrl_key()
+                || ev.shift_key()
+            {
+                return;
+            }
+            let Some(anchor) = ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                .and_then(|e| e.closest("a[href]").ok().flatten())
+                .and_then(|e| e.dyn_into::<web_sys::HtmlAnchorElement>().ok())
+            else {
+                return;
+            };
+            let same_origin = web_sys::window()
+                .and_then(|w| w.location().origin().ok())
+                .is_some_and(|origin| origin == anchor.origin());
+            if !same_origin || !anchor.target().is_empty() || anchor.has_attribute("download") {
+                return;
+            }
+            ev.prevent_default();
+            let to = format!("{}{}{}", anchor.pathname(), anchor.search(), anchor.hash());
+            let (bridge, navigate) = (on_click_bridge.clone(), navigate.clone());
+            wasm_bindgen_futures::spawn_local(async move {
+                bridge.teardown("the person left the app").await;
+                navigate(&to, Default::default());
+            });
+        });
+    let on_hide_bridge = bridge.clone();
+    let on_hide = Closure::<dyn FnMut()>::new(move || {
+        on_hide_bridge.teardown_now("the page was closed");
+    });
+    let _ = window.add_event_listener_with_callback_and_bool(
+        "click",
+        on_click.as_ref().unchecked_ref(),
+        true,
+    );
+    let _ = window.add_event_listener_with_callback("pagehide", on_hide.as_ref().unchecked_ref());
+    let held = SendWrapper::new((window, on_click, on_hide, bridge));
+    on_cleanup(move || {
+        let (window, on_click, on_hide, bridge) = held.take();
+        let _ = window.remove_event_listener_with_callback_and_bool(
+            "click",
+            on_click.as_ref().unchecked_ref(),
+            true,
+        );
+        let _ = window
+            .remove_event_listener_with_callback("pagehide", on_hide.as_ref().unchecked_ref());
+        // Still open here: the route changed without a click (Back, Forward).
+        bridge.teardown_now("the person left the app");
+    });
 }

@@ -20,15 +20,8 @@ pub async fn sign_out(
     }
     // Who is leaving, for the audit log; an anonymous sign-out records nothing.
     if let Ok(Some(ctx)) = RequestContext::from_session(&state.app.pool, &session).await {
-        let mut conn = match state.app.pool.acquire().await {
-            Ok(conn) => conn,
-            Err(err) => {
-                tracing::error!(error.message = %err, "could not record the sign-out");
-                return StatusCode::SERVICE_UNAVAILABLE.into_response();
-            }
-        };
-        if let Err(err) = writer::append(
-            &mut conn,
+        if let Err(err) = writer::append_alone(
+            &state.app.pool,
             &ctx.actor(),
             "sign_out",
             None,

@@ -44,7 +44,17 @@ pub async fn token_sign_in(
         Ok(true) => Redirect::to(&target).into_response(),
         Ok(false) => {
             tracing::warn!("an unknown, expired or revoked login token was refused");
-            refused(SignInError::LoginToken).into_response()
+            // Someone already signed in keeps their session and their place; the bad token
+            // is only taken out of the address. Anyone else is told the link did not work.
+            let signed_in =
+                app::auth::ssr::context::RequestContext::from_session(&state.app.pool, &session)
+                    .await
+                    .is_ok_and(|ctx| ctx.is_some());
+            if signed_in {
+                Redirect::to(&target).into_response()
+            } else {
+                refused(SignInError::LoginToken).into_response()
+            }
         }
         Err(err) => {
             tracing::error!(error.message = %err, "could not start a token session");

@@ -1,3 +1,4 @@
 pub mod csp;
 pub mod pins;
 pub mod scripts;
+pub mod tickets;

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::{PgConnection, Row};
+use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -64,14 +64,24 @@ pub fn row_hash(
     hasher.finalize().into()
 }
 
-/// Appends one event inside the caller's transaction; returns its id.
+/// Appends one event inside the caller's transaction; returns its id. A transaction, not a
+/// bare connection: the advisory lock lasts until commit, and only a transaction makes it
+/// hold across the read of the previous hash and the insert.
 pub async fn append(
-    conn: &mut PgConnection,
+    tx: &mut Transaction<'_, Postgres>,
     actor: &Actor,
     kind: &str,
     slug: Option<&str>,
     payload: &Value,
 ) -> Result<i64, sqlx::Error> {
+    let conn: &mut PgConnection = tx;
+    // The payload is hashed in the text form Postgres gives jsonb back in, so a verifier
+    // reading `payload::text` later computes the same bytes. Done before the lock: it needs
+    // no order, and every writer waits for the lock's holder.
+    let payload_text: String = sqlx::query_scalar("SELECT ($1::jsonb)::text")
+        .bind(payload)
+        .fetch_one(&mut *conn)
+        .await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(AUDIT_LOCK)
         .execute(&mut *conn)
@@ -80,12 +90,6 @@ pub async fn append(
         .fetch_optional(&mut *conn)
         .await?
         .unwrap_or_else(|| GENESIS.to_vec());
-    // The payload is hashed in the text form Postgres gives jsonb back in, so a verifier
-    // reading `payload::text` later computes the same bytes.
-    let payload_text: String = sqlx::query_scalar("SELECT ($1::jsonb)::text")
-        .bind(payload)
-        .fetch_one(&mut *conn)
-        .await?;
     let now = OffsetDateTime::now_utc();
     let at_micros = (now.unix_timestamp_nanos() / 1000) as i64;
     let at = OffsetDateTime::from_unix_timestamp_nanos(at_micros as i128 * 1000).unwrap_or(now);
@@ -113,6 +117,20 @@ pub async fn append(
     .fetch_one(&mut *conn)
     .await?;
     row.try_get("id")
+}
+
+/// Appends one event on its own (a transaction of its own, committed); returns its id.
+pub async fn append_alone(
+    pool: &PgPool,
+    actor: &Actor,
+    kind: &str,
+    slug: Option<&str>,
+    payload: &Value,
+) -> Result<i64, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let id = append(&mut tx, actor, kind, slug, payload).await?;
+    tx.commit().await?;
+    Ok(id)
 }
 
 /// Walks the chain in id order; returns the id of the first row whose hash or link does not

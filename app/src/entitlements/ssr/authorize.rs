@@ -414,11 +414,12 @@ mod tests {
                 .unwrap(),
             Decision::Refuse(Refusal::WritingDenied)
         );
-        let mut conn = pool.acquire().await.unwrap();
+        let mut tx = pool.begin().await.unwrap();
         assert_eq!(
-            marks::clear_stale(&mut conn, "clock").await.unwrap(),
+            marks::clear_stale(&mut tx, "clock").await.unwrap(),
             ["writer"]
         );
+        tx.commit().await.unwrap();
         let (kind, payload): (String, serde_json::Value) =
             sqlx::query_as("SELECT kind, payload FROM audit_log ORDER BY id DESC LIMIT 1")
                 .fetch_one(&pool)

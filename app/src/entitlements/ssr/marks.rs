@@ -2,7 +2,7 @@
 //! when discovery sees a new fingerprint, the mark is cleared (and the clearing audited).
 
 use serde_json::json;
-use sqlx::{PgConnection, PgExecutor};
+use sqlx::PgExecutor;
 use uuid::Uuid;
 
 use crate::audit::ssr::writer::{self, Actor};
@@ -53,7 +53,10 @@ pub async fn marked(db: impl PgExecutor<'_>, slug: &str) -> Result<Vec<String>, 
 
 /// Clears every mark whose tool changed fingerprint or disappeared, auditing each; runs in
 /// discovery's transaction, after the new items are stored.
-pub async fn clear_stale(conn: &mut PgConnection, slug: &str) -> Result<Vec<String>, sqlx::Error> {
+pub async fn clear_stale(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    slug: &str,
+) -> Result<Vec<String>, sqlx::Error> {
     let cleared: Vec<(String, String)> = sqlx::query_as(
         "DELETE FROM read_only_marks m
          WHERE m.slug = $1 AND NOT EXISTS (
@@ -62,12 +65,12 @@ pub async fn clear_stale(conn: &mut PgConnection, slug: &str) -> Result<Vec<Stri
          RETURNING m.tool, m.digest",
     )
     .bind(slug)
-    .fetch_all(&mut *conn)
+    .fetch_all(&mut **tx)
     .await?;
     for (tool, digest) in &cleared {
         let payload = json!({"tool": tool, "marked_digest": digest, "reason": "the tool's definition changed"});
         writer::append(
-            conn,
+            tx,
             &Actor::system(),
             "read_only_mark_cleared",
             Some(slug),

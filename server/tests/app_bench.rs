@@ -1,0 +1,402 @@
+//! Benchmark (ignored by default; `./x bench` runs it in release): what strad adds to an
+//! app's tool call, and how fast the frame route serves a 300 KiB app beside nginx.
+//!
+//! - Tool calls: `get-time` of the real `server-basic-vanillajs` example server, called
+//!   directly with strad's own MCP client and through `POST /apps/<slug>/tools/call` (session,
+//!   entitlement, policy, audit row, the same client); 1 and 32 concurrent callers.
+//! - Frame route: `GET /apps/<slug>/frame` (session, entitlement, pin, CSP) for a 300 KiB
+//!   app with three inline scripts, and nginx (Debian's package, started here on a loopback
+//!   port) serving the very bytes strad served, with the same load generator.
+//!
+//! The figures go in the README; nothing here asserts a time.
+
+mod support;
+
+use std::future::Future;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use app::servers::ssr::client::{Endpoint, Hub, HubSettings};
+use serde_json::json;
+use sqlx::PgPool;
+use support::mcp::{ExampleServer, TestServer, free_port};
+use support::*;
+
+const CALLS: usize = 3_000;
+const FRAMES: usize = 3_000;
+const APP_BYTES: usize = 300 * 1024;
+
+struct Figures {
+    requests_per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// Runs `total` requests from `concurrency` callers; every request must succeed.
+async fn measure<F, Fut>(total: usize, concurrency: usize, request: F) -> Figures
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let callers = (0..concurrency).map(|_| {
+        let (next, request) = (next.clone(), request.clone());
+        tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < total {
+                let at = Instant::now();
+                request().await.expect("every benchmark request succeeds");
+                latencies.push(at.elapsed());
+            }
+            latencies
+        })
+    });
+    let mut latencies: Vec<Duration> = futures::future::join_all(callers)
+        .await
+        .into_iter()
+        .flat_map(|l| l.unwrap())
+        .collect();
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    Figures {
+        requests_per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
+        p50: at(0.50),
+        p99: at(0.99),
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+#[sqlx::test(migrations = false)]
+#[ignore = "a benchmark: run it on purpose (./x bench)"]
+async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+
+    // Tool calls.
+    let upstream = ExampleServer::start("mcp-server-basic-vanillajs").await;
+    register_server(&app, &admin, "clock", &upstream.url, true).await;
+    for (name, form) in [
+        (
+            "entitlements/grant",
+            vec![("slug", "clock"), ("grantee", "admin@localhost")],
+        ),
+        (
+            "policy/mark",
+            vec![
+                ("slug", "clock"),
+                ("tool", "get-time"),
+                ("read_only", "true"),
+            ],
+        ),
+    ] {
+        assert_eq!(server_fn(&app, &admin, name, &form).await.status(), 200);
+    }
+    let (changes, _keep) = tokio::sync::mpsc::unbounded_channel();
+    let hub = Arc::new(Hub::new(HubSettings::default(), changes));
+    let endpoint = Endpoint::Http {
+        url: upstream.url.clone(),
+    };
+    let direct = {
+        let (hub, endpoint) = (hub.clone(), endpoint.clone());
+        move || {
+            let (hub, endpoint) = (hub.clone(), endpoint.clone());
+            async move {
+                hub.call_tool("clock", &endpoint, "get-time", Default::default())
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    };
+    let through = {
+        let (client, url, origin) = (
+            admin.clone(),
+            app.url("/apps/clock/tools/call"),
+            app.base.clone(),
+        );
+        move || {
+            let (client, url, origin) = (client.clone(), url.clone(), origin.clone());
+            async move {
+                let response = client
+                    .post(url)
+                    .header("origin", origin)
+                    .header("sec-fetch-site", "same-origin")
+                    .json(&json!({"name": "get-time", "arguments": {}}))
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if !response.status().is_success() {
+                    return Err(format!("status {}", response.status()));
+                }
+                response.bytes().await.map(drop).map_err(|e| e.to_string())
+            }
+        }
+    };
+    // Warm both paths: connections, prepared statements, the JIT of the upstream.
+    measure(300, 4, direct.clone()).await;
+    measure(300, 4, through.clone()).await;
+    println!("\napp tool call (get-time of server-basic-vanillajs), {CALLS} calls each");
+    println!("| callers | path | calls/s | p50 | p99 |");
+    println!("|---|---|---|---|---|");
+    for concurrency in [1, 32] {
+        let d = measure(CALLS, concurrency, direct.clone()).await;
+        let t = measure(CALLS, concurrency, through.clone()).await;
+        println!(
+            "| {concurrency} | direct | {:.0} | {} | {} |",
+            d.requests_per_second,
+            ms(d.p50),
+            ms(d.p99)
+        );
+        println!(
+            "| {concurrency} | through strad | {:.0} | {} | {} |",
+            t.requests_per_second,
+            ms(t.p50),
+            ms(t.p99)
+        );
+        println!(
+            "| {concurrency} | added | {:.0}% of direct | +{} | +{} |",
+            100.0 * t.requests_per_second / d.requests_per_second,
+            ms(t.p50.saturating_sub(d.p50)),
+            ms(t.p99.saturating_sub(d.p99))
+        );
+    }
+
+    // The frame route.
+    let apps = TestServer::start().await;
+    let script = |n: usize| format!("<script>window.part{n} = {n};</script>");
+    let filler = "<p>strad frame benchmark: lorem ipsum dolor sit amet.</p>\n";
+    let mut html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>big</title>{}</head><body>",
+        script(1)
+    );
+    while html.len() < APP_BYTES - 200 {
+        html.push_str(filler);
+    }
+    html.push_str(&script(2));
+    html.push_str(&script(3));
+    html.push_str("</body></html>");
+    apps.control(json!({"html": html})).await;
+    register_server(&app, &admin, "big", &apps.url, true).await;
+    let granted = server_fn(
+        &app,
+        &admin,
+        "entitlements/grant",
+        &[("slug", "big"), ("grantee", "admin@localhost")],
+    )
+    .await;
+    assert_eq!(granted.status(), 200);
+    // Tickets (the app session of each frame load) are issued when the console opens the
+    // app; they are minted before the clock starts, so only the frame route is measured.
+    let tickets = Arc::new(std::sync::Mutex::new(
+        mint_tickets(&app, &admin, "big", 2 * FRAMES + 400).await,
+    ));
+    let frame = {
+        let (client, url, tickets) = (admin.clone(), app.url("/apps/big/frame"), tickets.clone());
+        move || {
+            let (client, url) = (client.clone(), url.clone());
+            let ticket = tickets.lock().unwrap().pop().expect("enough tickets");
+            async move {
+                let response = client
+                    .get(format!("{url}/{ticket}"))
+                    .header("sec-fetch-site", "same-origin")
+                    .header("sec-fetch-dest", "iframe")
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if !response.status().is_success() {
+                    return Err(format!("status {}", response.status()));
+                }
+                let body = response.bytes().await.map_err(|e| e.to_string())?;
+                (body.len() > APP_BYTES / 2)
+                    .then_some(())
+                    .ok_or("short body".into())
+            }
+        }
+    };
+    // nginx serves the bytes strad serves (after `<base target>`), with the same CSP header.
+    let first_ticket = tickets.lock().unwrap().pop().unwrap();
+    let first = admin
+        .get(app.url(&format!("/apps/big/frame/{first_ticket}")))
+        .header("sec-fetch-site", "same-origin")
+        .header("sec-fetch-dest", "iframe")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let csp = first.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let served = first.bytes().await.unwrap();
+    let nginx = Nginx::start(&served, &csp);
+    let plain = reqwest::Client::new();
+    let nginx_get = {
+        let url = nginx.url.clone();
+        move || {
+            let (client, url) = (plain.clone(), url.clone());
+            async move {
+                let response = client.get(url).send().await.map_err(|e| e.to_string())?;
+                if !response.status().is_success() {
+                    return Err(format!("status {}", response.status()));
+                }
+                let body = response.bytes().await.map_err(|e| e.to_string())?;
+                (body.len() > APP_BYTES / 2)
+                    .then_some(())
+                    .ok_or("short body".into())
+            }
+        }
+    };
+    nginx.wait_ready().await;
+    measure(300, 4, frame.clone()).await;
+    measure(300, 4, nginx_get.clone()).await;
+    println!(
+        "\nframe route, a {} KiB app, {FRAMES} loads each",
+        served.len() / 1024
+    );
+    println!("| clients | server | requests/s | p50 | p99 |");
+    println!("|---|---|---|---|---|");
+    for concurrency in [1, 32] {
+        let s = measure(FRAMES, concurrency, frame.clone()).await;
+        let n = measure(FRAMES, concurrency, nginx_get.clone()).await;
+        for (who, f) in [
+            ("strad /apps/<slug>/frame", &s),
+            ("nginx (static file)", &n),
+        ] {
+            println!(
+                "| {concurrency} | {who} | {:.0} | {} | {} |",
+                f.requests_per_second,
+                ms(f.p50),
+                ms(f.p99)
+            );
+        }
+        println!(
+            "| {concurrency} | strad / nginx | {:.0}% | | |",
+            100.0 * s.requests_per_second / n.requests_per_second
+        );
+    }
+}
+
+/// `count` frame tickets, as the console issues them when it opens the app.
+async fn mint_tickets(
+    app: &TestApp,
+    client: &reqwest::Client,
+    slug: &str,
+    count: usize,
+) -> Vec<String> {
+    use futures::StreamExt;
+    futures::stream::iter(0..count)
+        .map(|_| async move {
+            let response = server_fn(app, client, "apps/open", &[("slug", slug)]).await;
+            assert_eq!(response.status(), 200);
+            let view: serde_json::Value = response.json().await.unwrap();
+            view["ticket"].as_str().expect("a ticket").to_owned()
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await
+}
+
+/// nginx from Debian's package on a free loopback port, serving one file.
+struct Nginx {
+    url: String,
+    port: u16,
+    _dir: TempDir,
+    _child: tokio::process::Child,
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Nginx {
+    fn start(body: &[u8], csp: &str) -> Nginx {
+        use std::os::unix::fs::PermissionsExt;
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("strad-bench-nginx-{port}"));
+        std::fs::create_dir_all(dir.join("www")).unwrap();
+        for path in [dir.clone(), dir.join("www")] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        std::fs::write(dir.join("www/app.html"), body).unwrap();
+        let user = if is_root() { "user root;" } else { "" };
+        let d = dir.display();
+        let config = format!(
+            "{user}
+worker_processes auto;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_body_temp_path {d}/client;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  types {{ text/html html; }}
+  server {{
+    listen 127.0.0.1:{port};
+    root {d}/www;
+    location / {{
+      add_header Content-Security-Policy \"{csp}\" always;
+      add_header Cache-Control no-store always;
+    }}
+  }}
+}}
+"
+        );
+        std::fs::write(dir.join("nginx.conf"), config).unwrap();
+        let child = tokio::process::Command::new("nginx")
+            .args(["-p", &d.to_string(), "-c"])
+            .arg(dir.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("nginx runs (apt install nginx-light; ./x bench does)");
+        Nginx {
+            url: format!("http://127.0.0.1:{port}/app.html"),
+            port,
+            _dir: TempDir(dir),
+            _child: child,
+        }
+    }
+
+    async fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+            .await
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "nginx did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
