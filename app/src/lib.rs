@@ -1,3 +1,4 @@
+#![recursion_limit = "512"]
 //! strad's console: the Leptos components and server functions shared by the server
 //! (feature `ssr`) and the browser (feature `hydrate`). Code the browser never needs —
 //! queries, session handling — lives in `ssr` modules that never compile into the wasm.
@@ -8,6 +9,7 @@ pub mod auth;
 pub mod entitlements;
 pub mod error;
 pub mod pages;
+pub mod playground;
 pub mod servers;
 pub mod shell;
 #[cfg(feature = "ssr")]

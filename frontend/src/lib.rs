@@ -1,3 +1,4 @@
+#![recursion_limit = "512"]
 //! The hydrate crate: compiled to wasm by cargo-leptos, it takes over the server-rendered
 //! console in the browser. Nothing here runs on the server.
 

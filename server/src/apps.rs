@@ -34,6 +34,10 @@ pub fn routes() -> Router<ServerState> {
             post(tools_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
         )
         .route(
+            "/servers/{slug}/tools/call",
+            post(playground_call).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
+        )
+        .route(
             "/apps/{slug}/resources/read",
             post(resources_read).layer(DefaultBodyLimit::max(CALL_BODY_LIMIT)),
         )
@@ -291,16 +295,54 @@ pub async fn tools_call(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    if let Some(refused) = refuse_unless_json_from_console(&state, &headers) {
+    call_tool(&state, &session, &headers, &slug, &body, Surface::App).await
+}
+
+/// POST /servers/<slug>/tools/call: a person calling a tool by hand in the playground.
+pub async fn playground_call(
+    State(state): State<ServerState>,
+    session: Session,
+    headers: HeaderMap,
+    Path(slug): Path<String>,
+    body: Bytes,
+) -> Response {
+    call_tool(
+        &state,
+        &session,
+        &headers,
+        &slug,
+        &body,
+        Surface::Playground,
+    )
+    .await
+}
+
+/// One tool call from a page of the console (an app's bridge, or the playground): JSON
+/// from the console only, signed in, entitled, the policy decision for `surface`, the call,
+/// and an audit row whatever happens.
+async fn call_tool(
+    state: &ServerState,
+    session: &Session,
+    headers: &HeaderMap,
+    slug: &str,
+    body: &Bytes,
+    surface: Surface,
+) -> Response {
+    let slug = slug.to_owned();
+    let (kind, from) = match surface {
+        Surface::App => ("app_tool_call", "apps"),
+        _ => ("playground_tool_call", "the playground"),
+    };
+    if let Some(refused) = refuse_unless_json_from_console(state, headers) {
         return refused;
     }
     let pool = &state.app.pool;
-    let ctx = match RequestContext::from_session(pool, &session).await {
+    let ctx = match RequestContext::from_session(pool, session).await {
         Ok(Some(ctx)) => ctx,
         Ok(None) => return app_error(AppError::Unauthorized),
         Err(error) => return app_error(error),
     };
-    let Ok(call) = serde_json::from_slice::<CallBody>(&body) else {
+    let Ok(call) = serde_json::from_slice::<CallBody>(body) else {
         return refusal(
             StatusCode::BAD_REQUEST,
             "The body must be {\"name\": string, \"arguments\": object}.",
@@ -314,41 +356,46 @@ pub async fn tools_call(
         Ok(server) => server,
         Err(error) => return app_error(error),
     };
-    let decision = match authorize::decision(pool, &ctx, &server, &call.name, Surface::App).await {
+    let decision = match authorize::decision(pool, &ctx, &server, &call.name, surface).await {
         Ok(decision) => decision,
         Err(error) => return app_error(error),
     };
     let refused = match decision {
         Decision::Run => None,
-        Decision::Ask => {
-            Some("This tool changes things; approving it from an app is not available yet.")
-        }
+        Decision::Ask => Some(
+            "This tool changes things; approving it from an app is not available yet.".to_string(),
+        ),
         Decision::Refuse(Refusal::TokenSession) => {
-            Some("A session opened with a login token cannot call tools.")
+            Some("A session opened with a login token cannot call tools.".to_string())
         }
-        Decision::Refuse(Refusal::UnknownTool) => Some("This server has no such tool."),
-        Decision::Refuse(Refusal::NotVisible) => Some("This tool is not available to apps."),
-        Decision::Refuse(Refusal::NotInPolicy) => {
-            Some("This server's policy does not allow this tool from apps.")
-        }
-        Decision::Refuse(Refusal::WritingDenied) => {
-            Some("This tool changes things, and this server's policy refuses such calls from apps.")
-        }
+        Decision::Refuse(Refusal::UnknownTool) => Some("This server has no such tool.".to_string()),
+        Decision::Refuse(Refusal::NotVisible) => Some(match surface {
+            Surface::App => "This tool is not available to apps.".to_string(),
+            _ => "This tool is for apps only: it is not offered here.".to_string(),
+        }),
+        Decision::Refuse(Refusal::NotInPolicy) => Some(format!(
+            "This server's policy does not allow this tool from {from}."
+        )),
+        Decision::Refuse(Refusal::WritingDenied) => Some(
+            "This tool changes things, and this server's policy refuses such calls from apps."
+                .to_string(),
+        ),
     };
     let audit = |outcome: String, bytes_out: usize| {
         let payload = json!({
             "tool": call.name, "arguments_sha256": argument_digest, "outcome": outcome,
-            "bytes_in": body.len(), "bytes_out": bytes_out, "surface": "app",
+            "bytes_in": body.len(), "bytes_out": bytes_out,
+            "surface": if surface == Surface::App { "app" } else { "playground" },
         });
         let actor = ctx.actor();
         let slug = slug.clone();
-        async move { writer::append_alone(pool, &actor, "app_tool_call", Some(&slug), &payload).await }
+        async move { writer::append_alone(pool, &actor, kind, Some(&slug), &payload).await }
     };
     if let Some(message) = refused {
         if let Err(error) = audit(format!("refused: {decision:?}"), 0).await {
             tracing::error!(error.message = %error, "could not audit a refused call");
         }
-        return refusal(StatusCode::FORBIDDEN, message);
+        return refusal(StatusCode::FORBIDDEN, &message);
     }
     let Some(endpoint) = server.endpoint() else {
         return refusal(StatusCode::BAD_GATEWAY, "The server has no endpoint.");

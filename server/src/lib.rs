@@ -1,3 +1,4 @@
+#![recursion_limit = "512"]
 //! The strad server: configuration, start-up, and the routes that are not Leptos pages.
 
 pub mod apps;

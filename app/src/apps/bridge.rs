@@ -45,11 +45,27 @@ pub enum Event {
     Closed { why: Option<&'static str> },
 }
 
+/// What the host sends the page once it is initialized.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Opening {
+    Nothing,
+    /// Call the declaring tool (named here for the status line; the server picks it).
+    Call(String),
+    /// The input and result of a call already made.
+    Given {
+        arguments: Value,
+        result: Value,
+    },
+}
+
 struct Session {
     frame: HtmlIFrameElement,
     slug: String,
     uri: String,
-    opening_tool: Option<String>,
+    opening: Opening,
+    /// JSON text bytes received from and sent to the page.
+    bytes_in: u64,
+    bytes_out: u64,
     loads: u32,
     initialized: bool,
     used_ids: HashSet<Id>,
@@ -127,6 +143,12 @@ impl Bridge {
     pub fn is_open(&self) -> bool {
         !self.0.borrow().closed
     }
+
+    /// Bytes (as JSON text) the page sent the host, and the host sent the page.
+    pub fn traffic(&self) -> (u64, u64) {
+        let s = self.0.borrow();
+        (s.bytes_in, s.bytes_out)
+    }
 }
 
 /// Removes the frame and ends the session (once).
@@ -167,13 +189,12 @@ pub fn mint_session_id() -> String {
 }
 
 /// Binds a bridge to `frame` (already in the document, before its document loads).
-/// `opening_tool` is the declaring tool the host calls once the page is initialized (only
-/// when it is read-only); `on_event` hears what happens.
+/// `opening` is what the page is sent once it is initialized; `on_event` hears what happens.
 pub fn start(
     frame: HtmlIFrameElement,
     slug: String,
     uri: String,
-    opening_tool: Option<String>,
+    opening: Opening,
     on_event: impl Fn(Event) + 'static,
 ) -> Bridge {
     let shown_hash = web_sys::window()
@@ -183,7 +204,9 @@ pub fn start(
         frame: frame.clone(),
         slug,
         uri,
-        opening_tool,
+        opening,
+        bytes_in: 0,
+        bytes_out: 0,
         loads: 0,
         initialized: false,
         used_ids: HashSet::new(),
@@ -422,6 +445,7 @@ fn receive(session: &Shared, event: MessageEvent) {
             None => return,
         }
     };
+    session.borrow_mut().bytes_in += text.len() as u64;
     match bridge_message::parse(&text) {
         Err(rejection) => {
             if let Some(id) = rejection.id {
@@ -548,13 +572,33 @@ fn notice(session: &Shared, notification: Notification) {
                 let mut s = session.borrow_mut();
                 let first = !s.initialized;
                 s.initialized = true;
-                (first, s.opening_tool.clone())
+                (first, s.opening.clone())
             };
             if first {
                 emit(session, Event::Initialized);
-                if let Some(tool) = opening {
-                    emit(session, Event::OpeningCall { tool });
-                    opening_call(session.clone());
+                match opening {
+                    Opening::Nothing => {}
+                    Opening::Call(tool) => {
+                        emit(session, Event::OpeningCall { tool });
+                        opening_call(session.clone());
+                    }
+                    Opening::Given { arguments, result } => {
+                        send(
+                            session,
+                            self::notification(
+                                "ui/notifications/tool-input",
+                                json!({"arguments": arguments}),
+                            ),
+                        );
+                        send(
+                            session,
+                            self::notification("ui/notifications/tool-result", result),
+                        );
+                        let _ = session
+                            .borrow()
+                            .frame
+                            .set_attribute("data-opening-call", "result");
+                    }
                 }
             }
         }
@@ -683,14 +727,13 @@ fn notification(method: &str, params: Value) -> Value {
 }
 
 fn send(session: &Shared, message: Value) {
-    let s = session.borrow();
+    let text = message.to_string();
+    let mut s = session.borrow_mut();
     if s.closed {
         return;
     }
-    let (Some(window), Ok(value)) = (
-        s.frame.content_window(),
-        js_sys::JSON::parse(&message.to_string()),
-    ) else {
+    s.bytes_out += text.len() as u64;
+    let (Some(window), Ok(value)) = (s.frame.content_window(), js_sys::JSON::parse(&text)) else {
         return;
     };
     // An opaque origin has no name to target: `*` is the only target that reaches it, and

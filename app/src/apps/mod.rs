@@ -5,10 +5,11 @@
 #[cfg(feature = "hydrate")]
 pub mod bridge;
 pub mod bridge_message;
+pub mod frame;
 pub mod host_open;
 pub mod location;
 mod open_app;
 #[cfg(feature = "ssr")]
 pub mod ssr;
 
-pub use open_app::{AppStatus, AppView, OpenApp, open_app};
+pub use open_app::{AppStatus, AppView, OpenApp, RefreshPin, open_app};

@@ -34,6 +34,12 @@ pub struct AppView {
     pub opens_with_call: bool,
     /// The app session for one frame load (SPEC §6), when the app can be shown.
     pub ticket: Option<String>,
+    /// `_meta.ui.csp.resourceDomains` as the pin declares them, and those the frame's CSP
+    /// grants (bare https origins; everything else dropped).
+    pub declared_domains: Vec<String>,
+    pub granted_domains: Vec<String>,
+    /// `_meta.ui.permissions` the app asks for (none is granted).
+    pub permissions: Vec<String>,
 }
 
 /// Opens an app for the signed-in person: entitlement, the resource to show, and its pin
@@ -75,6 +81,9 @@ pub async fn open_app(
         declaring_tool: None,
         opens_with_call: false,
         ticket: None,
+        declared_domains: Vec::new(),
+        granted_domains: Vec::new(),
+        permissions: Vec::new(),
     };
     if cross_site {
         // No pin, no MCP call: the page only offers a same-origin Open link.
@@ -119,6 +128,14 @@ pub async fn open_app(
     };
     view.digest = Some(pin.sha256.clone());
     view.size = Some(pin.size);
+    view.declared_domains = pin.resource_domains();
+    view.granted_domains = crate::apps::ssr::csp::resource_origins(&view.declared_domains);
+    view.permissions = pin
+        .meta_ui
+        .get("permissions")
+        .and_then(|p| p.as_object())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
     if !pin.is_intact() {
         view.status = AppStatus::Corrupt;
         return Ok(view);
@@ -134,4 +151,25 @@ pub async fn open_app(
     view.ticket = Some(state.frame_tickets.issue(ctx.user.id, &slug, &uri));
     view.status = AppStatus::Ready;
     Ok(view)
+}
+
+/// Re-pins the server's current copy on purpose, then reloads the page.
+#[component]
+pub fn RefreshPin(app: AppView) -> impl IntoView {
+    let refresh = ServerAction::<OpenApp>::new();
+    Effect::new(move || {
+        if let Some(Ok(_)) = refresh.value().get() {
+            if let Some(window) = web_sys::window() {
+                let _ = window.location().reload();
+            }
+        }
+    });
+    view! {
+        <ActionForm action=refresh>
+            <input type="hidden" name="slug" value=app.slug.clone() />
+            <input type="hidden" name="uri" value=app.uri.clone().unwrap_or_default() />
+            <input type="hidden" name="refresh" value="true" />
+            <button type="submit">"Refresh pinned copy"</button>
+        </ActionForm>
+    }
 }

@@ -20,6 +20,7 @@ pub fn HomePage() -> impl IntoView {
                 </section>
                 <section aria-labelledby="tokens-title">
                     <h2 id="tokens-title">"MCP clients"</h2>
+                    <p><a href="/pins">"Your pinned apps"</a></p>
                     <p>"To use your servers from an MCP client, mint a "
                         <a href="/tokens">"login token"</a> "."</p>
                 </section>
@@ -52,7 +53,9 @@ fn MyServers() -> impl IntoView {
                     Ok(servers) => view! {
                         <ul class="my-servers">
                             {servers.into_iter().map(|s| view! {
-                                <li data-slug=s.slug.clone()>{s.display_name} " " <code>{s.slug.clone()}</code></li>
+                                <li data-slug=s.slug.clone()>{s.display_name} " " <code>{s.slug.clone()}</code>
+                                    " — " <a href=format!("/servers/{}", s.slug)>"Tools"</a>
+                                    " · " <a href=format!("/apps/{}", s.slug)>"App"</a></li>
                             }).collect_view()}
                         </ul>
                     }.into_any(),

@@ -21,7 +21,8 @@ pub use theme::{Theme, ThemeToggle};
 use crate::auth::get_me;
 use crate::pages::{
     AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage,
-    AppChangesPage, AppPage, AuditPage, HomePage, NotFoundPage, PeoplePage, SignInPage, TokensPage,
+    AppChangesPage, AppPage, AuditPage, HomePage, NotFoundPage, PeoplePage, PinsPage,
+    PlaygroundPage, SignInPage, TokensPage,
 };
 
 /// The HTML document around the app. `theme` comes from the person's saved choice so the
@@ -81,6 +82,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async />
                     <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
                     <Route path=path!("/apps/:slug") view=AppPage ssr=SsrMode::Async />
+                    <Route path=path!("/servers/:slug") view=PlaygroundPage ssr=SsrMode::Async />
+                    <Route path=path!("/pins") view=PinsPage ssr=SsrMode::Async />
                     <Route path=path!("/audit/app-changes") view=AppChangesPage ssr=SsrMode::Async />
                 </Routes>
             </main>

@@ -168,3 +168,68 @@ pub async fn declaring_tool(
     .fetch_optional(pool)
     .await
 }
+
+/// A person's pins (or the one of `only`), newest first, with whether each is intact and
+/// whether the server's copy now differs; the bytes stay in the database.
+pub async fn summaries(
+    pool: &PgPool,
+    user: Uuid,
+    only: Option<(&str, &str)>,
+) -> Result<Vec<crate::playground::PinSummary>, sqlx::Error> {
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        i64,
+        time::OffsetDateTime,
+        bool,
+        bool,
+        Value,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT p.slug, s.display_name, p.uri, p.sha256, p.size, p.pinned_at,
+                COALESCE(i.digest <> p.server_fingerprint, false) AS differs,
+                encode(sha256(p.bytes), 'hex') = p.sha256 AND octet_length(p.bytes) = p.size AS intact,
+                p.meta_ui
+         FROM pins p
+         JOIN servers s ON s.slug = p.slug
+         LEFT JOIN server_items i ON i.slug = p.slug AND i.kind = 'app_resource' AND i.key = p.uri
+         WHERE p.user_id = $1 AND ($2::text IS NULL OR (p.slug = $2 AND p.uri = $3))
+         ORDER BY p.pinned_at DESC, p.slug, p.uri",
+    )
+    .bind(user)
+    .bind(only.map(|(slug, _)| slug))
+    .bind(only.map(|(_, uri)| uri))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(slug, display_name, uri, digest, size, pinned_at, differs, intact, meta_ui)| {
+                let declared = discovery::string_list(
+                    meta_ui.get("csp").and_then(|c| c.get("resourceDomains")),
+                );
+                crate::playground::PinSummary {
+                    granted_domains: super::csp::resource_origins(&declared),
+                    declared_domains: declared,
+                    permissions: meta_ui
+                        .get("permissions")
+                        .and_then(Value::as_object)
+                        .map(|p| p.keys().cloned().collect())
+                        .unwrap_or_default(),
+                    slug,
+                    display_name,
+                    uri,
+                    digest,
+                    size,
+                    pinned_at: pinned_at
+                        .format(&time::format_description::well_known::Rfc3339)
+                        .unwrap_or_default(),
+                    differs,
+                    intact,
+                }
+            },
+        )
+        .collect())
+}
