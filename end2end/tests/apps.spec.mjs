@@ -45,6 +45,10 @@ const EXAMPLES = [
   ['mcp-server-basic-vanillajs', 'get-time', []],
   ['mcp-budget-allocator-server', 'get-budget-data', []],
   ['mcp-server-debug', 'debug-tool', ['debug-refresh', 'debug-log']],
+  ['mcp-scenario-modeler-server', 'get-scenario-data', []],
+  ['mcp-cohort-heatmap-server', 'get-cohort-data', []],
+  ['mcp-customer-segmentation-server', 'get-customer-data', []],
+  ['mcp-system-monitor-server', 'get-system-info', ['poll-system-stats']],
 ];
 
 for (const [name, declaring, appOnly] of EXAMPLES) {

@@ -102,6 +102,10 @@ async fn every_real_input_schema_makes_a_working_form() {
         "mcp-server-basic-vanillajs",
         "mcp-budget-allocator-server",
         "mcp-server-debug",
+        "mcp-scenario-modeler-server",
+        "mcp-cohort-heatmap-server",
+        "mcp-customer-segmentation-server",
+        "mcp-system-monitor-server",
     ] {
         let server = ExampleServer::start(bin).await;
         for (name, schema) in schemas_of(&server.url).await {
@@ -152,7 +156,8 @@ async fn every_real_input_schema_makes_a_working_form() {
         }
     }
     println!(
-        "schema corpus: {} tools, {typed_fields} typed fields, {broken_checked} wrong values caught",
-        corpus.len()
+        "schema corpus: {} tools, {typed_fields} typed fields, {broken_checked} wrong values caught: {}",
+        corpus.len(),
+        corpus.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
     );
 }
