@@ -624,3 +624,207 @@ async fn a_page_reads_only_its_own_servers_ui_resources(pool: PgPool) {
         .unwrap();
     assert_eq!(cross.status(), 403);
 }
+
+async fn play(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    slug: &str,
+    body: Value,
+) -> reqwest::Response {
+    browser
+        .post(app.url(&format!("/servers/{slug}/tools/call")))
+        .header("origin", &app.base)
+        .header("sec-fetch-site", "same-origin")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The playground's call route: the same locks as an app's, the model's side of visibility,
+/// writing tools allowed (a person asked by hand), and every call audited.
+#[sqlx::test(migrations = false)]
+async fn playground_calls_pass_the_same_checks_and_are_audited(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    // What the playground offers: not the app-only tool.
+    let listed: Value = server_fn(&app, &admin, "playground/tools", &[("slug", "widget")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"show-widget") && names.contains(&"write-note"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"app-only-refresh"), "{names:?}");
+    let widget = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "show-widget")
+        .unwrap();
+    assert_eq!(widget["app_uri"], "ui://test/widget.html");
+    assert_eq!(
+        widget["input_schema"]["properties"]["label"]["type"],
+        "string"
+    );
+
+    let ran = play(
+        &app,
+        &admin,
+        "widget",
+        json!({"name": "write-note", "arguments": {"text": "hi"}}),
+    )
+    .await;
+    assert_eq!(ran.status(), 200);
+    let refused = play(&app, &admin, "widget", json!({"name": "app-only-refresh"})).await;
+    assert_eq!(refused.status(), 403);
+    assert!(refused.text().await.unwrap().contains("for apps only"));
+    assert_eq!(
+        play(&app, &admin, "widget", json!({"name": "no-such-tool"}))
+            .await
+            .status(),
+        403
+    );
+    assert_eq!(
+        play(&app, &admin, "no-such-slug", json!({"name": "write-note"}))
+            .await
+            .status(),
+        403
+    );
+    let form = admin
+        .post(app.url("/servers/widget/tools/call"))
+        .header("origin", &app.base)
+        .form(&[("name", "write-note")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), 415);
+    let foreign = admin
+        .post(app.url("/servers/widget/tools/call"))
+        .header("origin", "https://evil.example")
+        .header("sec-fetch-site", "cross-site")
+        .json(&json!({"name": "write-note"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    assert_eq!(
+        play(
+            &app,
+            &app.new_browser(),
+            "widget",
+            json!({"name": "write-note"})
+        )
+        .await
+        .status(),
+        401
+    );
+    // A token session may look but not call.
+    let minted: Value = server_fn(&app, &admin, "tokens/mint", &[("name", "t"), ("days", "1")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let viewer = app.new_browser();
+    let signed = viewer
+        .get(app.url(&format!("/?token={}", minted["secret"].as_str().unwrap())))
+        .send()
+        .await
+        .unwrap();
+    assert!(signed.status().is_redirection() || signed.status().is_success());
+    let listed: Value = server_fn(&app, &viewer, "playground/tools", &[("slug", "widget")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["view_only"], true);
+    let by_token = play(&app, &viewer, "widget", json!({"name": "write-note"})).await;
+    assert_eq!(by_token.status(), 403);
+    assert!(by_token.text().await.unwrap().contains("login token"));
+
+    assert_eq!(calls_of(&server, "write-note").await, 1);
+    assert_eq!(calls_of(&server, "app-only-refresh").await, 0);
+    let audited: Vec<(String, Value)> = sqlx::query_as(
+        "SELECT kind, payload FROM audit_log WHERE kind = 'playground_tool_call' ORDER BY id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let outcomes: Vec<&str> = audited
+        .iter()
+        .map(|(_, p)| p["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes[0], "ok");
+    assert!(audited.iter().all(|(_, p)| p["surface"] == "playground"));
+    assert_eq!(
+        audited.len(),
+        4,
+        "run, app-only, unknown, token session: {outcomes:?}"
+    );
+}
+
+/// A person's pins: listed with whether the server's copy differs and whether each is
+/// intact; revoking deletes the pin and is audited.
+#[sqlx::test(migrations = false)]
+async fn pins_are_listed_and_revoked_with_an_audit_row(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    assert!(
+        ticket(&app, &admin, "widget").await.is_some(),
+        "opening pins"
+    );
+    let listed = pins_of(&app, &admin).await;
+    assert_eq!(listed[0]["uri"], "ui://test/widget.html");
+    assert_eq!(
+        (listed[0]["intact"].clone(), listed[0]["differs"].clone()),
+        (json!(true), json!(false))
+    );
+    assert_eq!(
+        listed[0]["granted_domains"],
+        json!(["https://cdn.example.com"])
+    );
+    server
+        .control(json!({"html": "<!doctype html><p>new</p>"}))
+        .await;
+    refresh_server(&app, &admin, "widget").await;
+    assert_eq!(pins_of(&app, &admin).await[0]["differs"], true);
+    sqlx::query("UPDATE pins SET bytes = bytes || 'x'::bytea")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pins_of(&app, &admin).await[0]["intact"], false);
+    let form = [("slug", "widget"), ("uri", "ui://test/widget.html")];
+    let revoked: Value = server_fn(&app, &admin, "pins/revoke", &form)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(revoked, true);
+    assert_eq!(pins_of(&app, &admin).await, json!([]));
+    let again: Value = server_fn(&app, &admin, "pins/revoke", &form)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again, false);
+    let audited: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'app_pin_revoked'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(audited, 1);
+}
+
+async fn pins_of(app: &TestApp, browser: &reqwest::Client) -> Value {
+    server_fn(app, browser, "pins/mine", &[])
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()
+}

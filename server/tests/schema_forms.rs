@@ -158,6 +158,10 @@ async fn every_real_input_schema_makes_a_working_form() {
     println!(
         "schema corpus: {} tools, {typed_fields} typed fields, {broken_checked} wrong values caught: {}",
         corpus.len(),
-        corpus.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+        corpus
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
 }
