@@ -223,7 +223,8 @@ pub fn initial_value(field: &Field) -> Value {
             let mut object = Map::new();
             for child in fields {
                 let value = initial_value(child);
-                if !value.is_null() || child.default.is_some() {
+                let empty = value.is_null() || value.as_object().is_some_and(|o| o.is_empty());
+                if child.default.is_some() || !empty || (child.required && !value.is_null()) {
                     object.insert(child.name.clone(), value);
                 }
             }
@@ -394,6 +395,14 @@ pub fn set_at(root: &mut Value, pointer: &str, value: Value) {
     let mut current = root;
     for (i, segment) in segments.iter().enumerate() {
         let last = i + 1 == segments.len();
+        if current.is_null() {
+            // Made on the way: a list when the segment is an index, else an object.
+            *current = if segment.parse::<usize>().is_ok() {
+                Value::Array(Vec::new())
+            } else {
+                Value::Object(Map::new())
+            };
+        }
         match current {
             Value::Array(items) => {
                 let Ok(index) = segment.parse::<usize>() else {

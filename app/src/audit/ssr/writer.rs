@@ -6,11 +6,11 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
-use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// Advisory-lock key that serializes audit writers ("strad audit" in ASCII).
-const AUDIT_LOCK: i64 = 0x7374_7261_6461_7564;
+/// Advisory-lock key that serializes audit writers ("stradaud" in ASCII), taken by
+/// `audit_append` (migration 0005).
+pub const AUDIT_LOCK: i64 = 0x7374_7261_6461_7564;
 pub const GENESIS: [u8; 32] = [0; 32];
 
 /// Who did it: a person, or strad itself (discovery, start-up).
@@ -65,8 +65,8 @@ pub fn row_hash(
 }
 
 /// Appends one event inside the caller's transaction; returns its id. A transaction, not a
-/// bare connection: the advisory lock lasts until commit, and only a transaction makes it
-/// hold across the read of the previous hash and the insert.
+/// bare connection: the chain's advisory lock lasts until commit, so the change and its
+/// audit row commit together and no other row can slip in between.
 pub async fn append(
     tx: &mut Transaction<'_, Postgres>,
     actor: &Actor,
@@ -75,51 +75,10 @@ pub async fn append(
     payload: &Value,
 ) -> Result<i64, sqlx::Error> {
     let conn: &mut PgConnection = tx;
-    // The payload is hashed in the text form Postgres gives jsonb back in, so a verifier
-    // reading `payload::text` later computes the same bytes. Done before the lock: it needs
-    // no order, and every writer waits for the lock's holder.
-    let payload_text: String = sqlx::query_scalar("SELECT ($1::jsonb)::text")
-        .bind(payload)
-        .fetch_one(&mut *conn)
-        .await?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(AUDIT_LOCK)
-        .execute(&mut *conn)
-        .await?;
-    let prev: Vec<u8> = sqlx::query_scalar("SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1")
-        .fetch_optional(&mut *conn)
-        .await?
-        .unwrap_or_else(|| GENESIS.to_vec());
-    let now = OffsetDateTime::now_utc();
-    let at_micros = (now.unix_timestamp_nanos() / 1000) as i64;
-    let at = OffsetDateTime::from_unix_timestamp_nanos(at_micros as i128 * 1000).unwrap_or(now);
-    let hash = row_hash(
-        &prev,
-        at_micros,
-        actor.id,
-        actor.email.as_deref(),
-        kind,
-        slug,
-        &payload_text,
-    );
-    let row = sqlx::query(
-        "INSERT INTO audit_log (at, actor_id, actor_email, kind, slug, payload, prev_hash, hash)
-         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8) RETURNING id",
-    )
-    .bind(at)
-    .bind(actor.id)
-    .bind(&actor.email)
-    .bind(kind)
-    .bind(slug)
-    .bind(&payload_text)
-    .bind(&prev)
-    .bind(hash.as_slice())
-    .fetch_one(&mut *conn)
-    .await?;
-    row.try_get("id")
+    append_on(conn, actor, kind, slug, payload).await
 }
 
-/// Appends one event on its own (a transaction of its own, committed); returns its id.
+/// Appends one event on its own: one statement, its own transaction, one round trip.
 pub async fn append_alone(
     pool: &PgPool,
     actor: &Actor,
@@ -127,10 +86,27 @@ pub async fn append_alone(
     slug: Option<&str>,
     payload: &Value,
 ) -> Result<i64, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    let id = append(&mut tx, actor, kind, slug, payload).await?;
-    tx.commit().await?;
-    Ok(id)
+    let mut conn = pool.acquire().await?;
+    append_on(&mut conn, actor, kind, slug, payload).await
+}
+
+/// `audit_append` (migration 0005) locks the chain, reads the last hash, hashes the row
+/// exactly as `row_hash` does, and inserts it, in one statement.
+async fn append_on(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    kind: &str,
+    slug: Option<&str>,
+    payload: &Value,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT audit_append($1, $2, $3, $4, $5::jsonb)")
+        .bind(actor.id)
+        .bind(&actor.email)
+        .bind(kind)
+        .bind(slug)
+        .bind(payload)
+        .fetch_one(conn)
+        .await
 }
 
 /// Walks the chain in id order; returns the id of the first row whose hash or link does not
