@@ -174,9 +174,24 @@ pub async fn frame(
             "This app was stopped: it tried to load a second document, or this frame was not opened by the console. Open the app again from the console.",
         );
     };
-    let pin = match pins::get(pool, ctx.user.id, &slug, &uri).await {
-        Ok(Some(pin)) => pin,
-        Ok(None) => {
+    // The pin's identity first (no bytes): a prepared copy of exactly this row version is
+    // served from memory; anything else is read, checked and prepared again.
+    let head = match pins::head(pool, ctx.user.id, &slug, &uri).await {
+        Ok(head) => head,
+        Err(error) => return frame_error(error.into()),
+    };
+    if let Some(head) = &head
+        && let Some(prepared) = state.frames.get(ctx.user.id, &slug, &uri, &head.version)
+    {
+        return prepared.response();
+    }
+    let pin = match head {
+        Some(_) => match pins::get(pool, ctx.user.id, &slug, &uri).await {
+            Ok(Some(pin)) => pin,
+            Ok(None) => return stopped(StatusCode::NOT_FOUND, "This app is no longer pinned."),
+            Err(error) => return frame_error(error.into()),
+        },
+        None => {
             // The first open pins; a link from another site never does.
             if !is_same_origin(&headers, &state.config.http.public_origin()) {
                 return stopped(StatusCode::FORBIDDEN, "Open this app from the console.");
@@ -208,7 +223,6 @@ pub async fn frame(
                 Err(pins::PinError::Database(error)) => return frame_error(error.into()),
             }
         }
-        Err(error) => return frame_error(error.into()),
     };
     if !pin.is_intact() {
         tracing::error!(server.slug = %slug, app.uri = %uri, "a pinned app's bytes no longer match its digest");
@@ -229,26 +243,109 @@ pub async fn frame(
         &scripts::script_hashes(&served),
         &pin.resource_domains(),
     );
-    let mut response = served.into_response();
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    if let Ok(value) = HeaderValue::from_str(&policy) {
-        h.insert(header::CONTENT_SECURITY_POLICY, value);
+    let Ok(csp) = HeaderValue::from_str(&policy) else {
+        return stopped(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "The app could not be served.",
+        );
+    };
+    let prepared = std::sync::Arc::new(PreparedFrame {
+        body: Bytes::from(served),
+        csp,
+    });
+    // The version read with the bytes: a row changed since is prepared again next time.
+    if let Ok(Some(head)) = pins::head(pool, ctx.user.id, &slug, &uri).await
+        && head.sha256 == pin.sha256
+    {
+        state
+            .frames
+            .put(ctx.user.id, &slug, &uri, head.version, prepared.clone());
     }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    // Framed by the console only (the CSP's frame-ancestors says the same).
-    h.insert(
-        header::X_FRAME_OPTIONS,
-        HeaderValue::from_static("SAMEORIGIN"),
-    );
-    response
+    prepared.response()
+}
+
+/// A pinned app ready to serve: the bytes with `<base target>`, and their CSP.
+pub struct PreparedFrame {
+    body: Bytes,
+    csp: HeaderValue,
+}
+
+impl PreparedFrame {
+    fn response(&self) -> Response {
+        let mut response = self.body.clone().into_response();
+        let h = response.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        h.insert(header::CONTENT_SECURITY_POLICY, self.csp.clone());
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        );
+        // Framed by the console only (the CSP's frame-ancestors says the same).
+        h.insert(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("SAMEORIGIN"),
+        );
+        response
+    }
+}
+
+/// Prepared frames by (person, server, resource), each valid for one version of its pin row
+/// (Postgres' `xmin`: any write to the row, a refresh or a tampering, makes a new one).
+/// Bounded by total bytes; past it, everything is dropped and prepared again on demand.
+#[derive(Default)]
+pub struct FrameCache(
+    std::sync::Mutex<(
+        std::collections::HashMap<
+            (uuid::Uuid, String, String),
+            (String, std::sync::Arc<PreparedFrame>),
+        >,
+        usize,
+    )>,
+);
+
+const FRAME_CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+impl FrameCache {
+    fn get(
+        &self,
+        user: uuid::Uuid,
+        slug: &str,
+        uri: &str,
+        version: &str,
+    ) -> Option<std::sync::Arc<PreparedFrame>> {
+        let held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        held.0
+            .get(&(user, slug.to_owned(), uri.to_owned()))
+            .filter(|(v, _)| v == version)
+            .map(|(_, prepared)| prepared.clone())
+    }
+
+    fn put(
+        &self,
+        user: uuid::Uuid,
+        slug: &str,
+        uri: &str,
+        version: String,
+        prepared: std::sync::Arc<PreparedFrame>,
+    ) {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let size = prepared.body.len();
+        if held.1 + size > FRAME_CACHE_BYTES {
+            held.0.clear();
+            held.1 = 0;
+        }
+        if let Some((_, old)) = held
+            .0
+            .insert((user, slug.to_owned(), uri.to_owned()), (version, prepared))
+        {
+            held.1 = held.1.saturating_sub(old.body.len());
+        }
+        held.1 += size;
+    }
 }
 
 /// A cross-site form cannot send `application/json`, and the console's own page sends its

@@ -36,6 +36,8 @@ pub struct ServerState {
     pub config: Arc<Config>,
     pub oidc: Option<Arc<Oidc>>,
     pub local: Option<Arc<LocalLinks>>,
+    /// Pinned apps prepared for the frame route.
+    pub frames: Arc<crate::apps::FrameCache>,
 }
 
 impl FromRef<ServerState> for LeptosOptions {
@@ -130,6 +132,7 @@ impl Application {
             config: config.clone(),
             oidc,
             local,
+            frames: Arc::default(),
         };
         let router = router(state.clone(), pool);
         Ok(Self {

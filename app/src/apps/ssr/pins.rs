@@ -47,6 +47,30 @@ pub enum PinError {
     Database(#[from] sqlx::Error),
 }
 
+/// A pin's identity without its bytes: the digest, and the row's version (`xmin`, new on
+/// every write to the row).
+pub struct PinHead {
+    pub sha256: String,
+    pub version: String,
+}
+
+pub async fn head(
+    pool: &PgPool,
+    user: Uuid,
+    slug: &str,
+    uri: &str,
+) -> Result<Option<PinHead>, sqlx::Error> {
+    let row: Option<(String, String)> = sqlx::query_as(
+        "SELECT sha256, xmin::text FROM pins WHERE user_id = $1 AND slug = $2 AND uri = $3",
+    )
+    .bind(user)
+    .bind(slug)
+    .bind(uri)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(sha256, version)| PinHead { sha256, version }))
+}
+
 pub async fn get(
     pool: &PgPool,
     user: Uuid,

@@ -26,11 +26,10 @@ impl RequestContext {
         let Some(person) = person else {
             return Ok(None);
         };
-        let Some(user) = users::find_user(pool, person.user_id).await? else {
+        let Some((user, roles)) = users::find_user_with_roles(pool, person.user_id).await? else {
             session.flush().await.map_err(AppError::internal)?;
             return Ok(None);
         };
-        let roles = users::roles_of(pool, user.id).await?;
         Ok(Some(Self {
             user,
             roles,

@@ -60,6 +60,33 @@ pub async fn find_user(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<UserR
     .await
 }
 
+/// A person and their roles, in one round trip (every request asks this).
+pub async fn find_user_with_roles(
+    db: impl PgExecutor<'_>,
+    id: Uuid,
+) -> Result<Option<(UserRow, Vec<Role>)>, sqlx::Error> {
+    #[derive(FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        user: UserRow,
+        roles: Vec<String>,
+    }
+    let row = sqlx::query_as::<_, Row>(
+        "SELECT u.id, u.issuer, u.subject, u.email, u.display_name, u.created_at, u.last_sign_in_at,
+                COALESCE(array_agg(r.role ORDER BY r.role) FILTER (WHERE r.role IS NOT NULL), '{}') AS roles
+         FROM users u LEFT JOIN user_roles r ON r.user_id = u.id
+         WHERE u.id = $1 GROUP BY u.id",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|row| {
+        let mut roles: Vec<Role> = row.roles.iter().filter_map(|n| Role::parse(n)).collect();
+        roles.sort();
+        (row.user, roles)
+    }))
+}
+
 /// Grants a role; granting one already held changes nothing. Returns whether it was new.
 pub async fn grant_role(
     db: impl PgExecutor<'_>,

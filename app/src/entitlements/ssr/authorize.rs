@@ -3,7 +3,7 @@
 
 use sqlx::PgPool;
 
-use super::{grants, marks, policies};
+use super::{marks, policies};
 use crate::auth::ssr::context::RequestContext;
 use crate::auth::ssr::session::SessionKind;
 use crate::entitlements::policy::{Decision, Surface, ToolFacts, decide};
@@ -19,12 +19,23 @@ pub async fn entitled_server(
     ctx: &RequestContext,
     slug: &str,
 ) -> Result<ServerRow, AppError> {
-    if !grants::is_entitled(pool, &ctx.user.email, slug).await? {
-        return Err(AppError::Forbidden);
-    }
-    registry::get_server(pool, slug)
-        .await?
-        .ok_or(AppError::Forbidden)
+    // One round trip: the server, if it is enabled and granted to this person or their domain.
+    let email = ctx.user.email.to_lowercase();
+    let domain = email
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default();
+    sqlx::query_as::<_, ServerRow>(&format!(
+        "SELECT {} FROM servers WHERE slug = $1 AND enabled AND EXISTS (
+            SELECT 1 FROM entitlements e WHERE e.slug = $1 AND (e.email = $2 OR e.domain = $3))",
+        registry::SERVER_COLUMNS
+    ))
+    .bind(slug)
+    .bind(&email)
+    .bind(&domain)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::Forbidden)
 }
 
 /// The decision for calling `tool` of `slug` from `surface`, after the entitlement check.
@@ -48,9 +59,36 @@ pub async fn decision(
     tool: &str,
     surface: Surface,
 ) -> Result<Decision, AppError> {
-    let slug = server.slug.as_str();
-    let policy = policies::get(pool, slug).await?;
-    let facts = tool_facts(pool, slug, tool).await?;
+    // One round trip: the policy row (if any), the tool as discovery stored it, and whether
+    // an admin marked it read-only at its current fingerprint.
+    type Row = (
+        bool,
+        Option<Vec<String>>,
+        Option<Vec<String>>,
+        Option<String>,
+        Option<serde_json::Value>,
+        bool,
+    );
+    let (has_policy, playground, apps, writing, info, marked): Row = sqlx::query_as(
+        "SELECT p.slug IS NOT NULL, p.playground_tools, p.app_tools, p.writing_from_apps, i.info,
+                EXISTS (SELECT 1 FROM read_only_marks m
+                        WHERE m.slug = $1 AND m.tool = $2 AND m.digest = i.digest)
+         FROM (SELECT 1) one
+         LEFT JOIN tool_policies p ON p.slug = $1
+         LEFT JOIN server_items i ON i.slug = $1 AND i.kind = 'tool' AND i.key = $2",
+    )
+    .bind(&server.slug)
+    .bind(tool)
+    .fetch_one(pool)
+    .await?;
+    let policy = if has_policy {
+        policies::from_row(playground, apps, writing.as_deref().unwrap_or_default())
+    } else {
+        Default::default()
+    };
+    let facts = info
+        .and_then(|v| serde_json::from_value::<ToolInfo>(v).ok())
+        .map(|info| facts_of(&info, marked));
     Ok(decide(
         ctx.session_kind == SessionKind::Token,
         surface,
@@ -58,6 +96,15 @@ pub async fn decision(
         tool,
         facts.as_ref(),
     ))
+}
+
+fn facts_of(info: &ToolInfo, marked: bool) -> ToolFacts {
+    ToolFacts {
+        visible_to_model: info.visibility.contains(&Visibility::Model),
+        visible_to_app: info.visibility.contains(&Visibility::App),
+        read_only_hint: info.read_only_hint,
+        marked_read_only: marked,
+    }
 }
 
 /// What discovery and the admin's marks say of one tool; `None` when the server did not list it.
@@ -78,12 +125,7 @@ pub async fn tool_facts(
         return Ok(None);
     };
     let marked = marks::marked(pool, slug).await?.iter().any(|t| t == tool);
-    Ok(Some(ToolFacts {
-        visible_to_model: info.visibility.contains(&Visibility::Model),
-        visible_to_app: info.visibility.contains(&Visibility::App),
-        read_only_hint: info.read_only_hint,
-        marked_read_only: marked,
-    }))
+    Ok(Some(facts_of(&info, marked)))
 }
 
 #[cfg(test)]

@@ -13,13 +13,22 @@ pub async fn get(db: impl PgExecutor<'_>, slug: &str) -> Result<Policy, sqlx::Er
     .await?;
     Ok(match row {
         None => Policy::default(),
-        Some((playground, apps, writing)) => Policy {
-            playground: playground.map_or(ToolList::All, ToolList::Only),
-            apps: apps.map_or(ToolList::All, ToolList::Only),
-            // An unknown value in the table is read as the safe default.
-            writing_from_apps: WritingRule::parse(&writing).unwrap_or(WritingRule::Deny),
-        },
+        Some((playground, apps, writing)) => from_row(playground, apps, &writing),
     })
+}
+
+/// A policy from its row's columns (a missing list is every tool).
+pub fn from_row(
+    playground: Option<Vec<String>>,
+    apps: Option<Vec<String>>,
+    writing: &str,
+) -> Policy {
+    Policy {
+        playground: playground.map_or(ToolList::All, ToolList::Only),
+        apps: apps.map_or(ToolList::All, ToolList::Only),
+        // An unknown value in the table is read as the safe default.
+        writing_from_apps: WritingRule::parse(writing).unwrap_or(WritingRule::Deny),
+    }
 }
 
 pub async fn set(db: impl PgExecutor<'_>, slug: &str, policy: &Policy) -> Result<(), sqlx::Error> {

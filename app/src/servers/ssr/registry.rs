@@ -46,7 +46,7 @@ impl ServerRow {
     }
 }
 
-const SERVER_COLUMNS: &str =
+pub const SERVER_COLUMNS: &str =
     "slug, display_name, transport, url, command, source, capabilities, enabled,
     created_at, updated_at, last_discovery_at, last_discovery_error, last_discovery_problems";
 
