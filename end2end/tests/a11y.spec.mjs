@@ -83,3 +83,23 @@ test('keyboard only: Call, Load, Inspect and Close an app card', async ({ page, 
   await expect(tool.locator('iframe.app-frame')).toHaveCount(0);
   await expect(load).toBeFocused();
 });
+
+test('at 200% zoom the playground and a loaded card reflow without sideways scrolling', async ({ page, strad, mcp }) => {
+  const slug = 'zoom';
+  await withServer(page, strad, mcp, slug);
+  // 200% zoom of a 1280-pixel window: the page lays out in 640 CSS pixels.
+  await page.setViewportSize({ width: 640, height: 720 });
+  await page.goto(`/servers/${slug}`);
+  await expect(page.locator('body[data-hydrated]')).toHaveCount(1);
+  const tool = page.locator('section.tool[data-tool="show-widget"]');
+  await tool.getByRole('button', { name: 'Call' }).click();
+  await tool.getByRole('button', { name: 'Load app' }).click();
+  await tool.getByRole('button', { name: 'Inspect' }).click();
+  await expect(tool.locator('iframe.app-frame')).toHaveAttribute('data-app-session', 'initialized');
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  expect(overflow).toBeLessThanOrEqual(0);
+  for (const name of ['Load app', 'Open as structure', 'Inspect', 'Refresh pinned resource', 'Close', 'Revoke']) {
+    const box = await tool.getByRole('button', { name }).boundingBox();
+    expect(box.x + box.width, name).toBeLessThanOrEqual(640);
+  }
+});

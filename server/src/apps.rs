@@ -449,11 +449,17 @@ async fn call_tool(
     let argument_digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
     // Not entitled, or no such slug: the same 403, and nothing recorded under a slug the
     // person cannot see.
-    let server = match authorize::entitled_server(pool, &ctx, &slug).await {
+    // Both at once (two connections): the decision is read for the slug asked, and used only
+    // once the entitlement holds.
+    let (server, decision) = tokio::join!(
+        authorize::entitled_server(pool, &ctx, &slug),
+        authorize::decision(pool, &ctx, &slug, &call.name, surface),
+    );
+    let server = match server {
         Ok(server) => server,
         Err(error) => return app_error(error),
     };
-    let decision = match authorize::decision(pool, &ctx, &server, &call.name, surface).await {
+    let decision = match decision {
         Ok(decision) => decision,
         Err(error) => return app_error(error),
     };

@@ -47,15 +47,16 @@ pub async fn tool_call(
     surface: Surface,
 ) -> Result<Decision, AppError> {
     let server = entitled_server(pool, ctx, slug).await?;
-    decision(pool, ctx, &server, tool, surface).await
+    decision(pool, ctx, &server.slug, tool, surface).await
 }
 
-/// The policy decision for `tool` of a server the caller has already found `ctx` entitled
-/// to (with `entitled_server`), so a route that needs the server row asks once.
+/// The policy decision for `tool` of `slug`. It says nothing about entitlement: callers
+/// check that with `entitled_server` (before, or at the same time) and use the decision
+/// only when it holds.
 pub async fn decision(
     pool: &PgPool,
     ctx: &RequestContext,
-    server: &ServerRow,
+    slug: &str,
     tool: &str,
     surface: Surface,
 ) -> Result<Decision, AppError> {
@@ -77,7 +78,7 @@ pub async fn decision(
          LEFT JOIN tool_policies p ON p.slug = $1
          LEFT JOIN server_items i ON i.slug = $1 AND i.kind = 'tool' AND i.key = $2",
     )
-    .bind(&server.slug)
+    .bind(slug)
     .bind(tool)
     .fetch_one(pool)
     .await?;
