@@ -93,7 +93,7 @@ test('budget-allocator: call from the form, Load the card, Inspect, Close, Revok
     await expect(structure).toContainText('Structured content');
     // Pin and revoke are audited.
     const kinds = execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', strad.database, '-tAc',
-      "SELECT kind FROM audit_log WHERE kind IN ('app_pinned', 'app_pin_revoked', 'playground_tool_call') ORDER BY id"]).toString().trim().split('\n');
+      `SELECT kind FROM audit_log WHERE slug = '${slug}' AND kind IN ('app_pinned', 'app_pin_revoked', 'playground_tool_call') ORDER BY id`]).toString().trim().split('\n');
     expect(kinds).toEqual(['playground_tool_call', 'app_pinned', 'app_pin_revoked', 'app_pinned']);
   } finally {
     server.stop();

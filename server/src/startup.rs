@@ -38,6 +38,8 @@ pub struct ServerState {
     pub local: Option<Arc<LocalLinks>>,
     /// Pinned apps prepared for the frame route.
     pub frames: Arc<crate::apps::FrameCache>,
+    /// Each login token's request budget on `/mcp`.
+    pub mcp_rates: Arc<crate::relay::RateLimits>,
 }
 
 impl FromRef<ServerState> for LeptosOptions {
@@ -133,6 +135,7 @@ impl Application {
             oidc,
             local,
             frames: Arc::default(),
+            mcp_rates: Arc::default(),
         };
         let router = router(state.clone(), pool);
         Ok(Self {
@@ -212,6 +215,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .route("/auth/sign-out", post(sign_out::sign_out))
         .merge(crate::audit_export::routes())
         .merge(crate::apps::routes())
+        .merge(crate::relay::routes(state.clone()))
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())

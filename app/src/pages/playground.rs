@@ -113,6 +113,9 @@ fn ToolPanel(slug: String, tool: PlayTool, view_only: bool) -> impl IntoView {
         problems.set(found);
         ok.then_some(arguments)
     };
+    // Browser-only: a local value made during server rendering would be dropped on another
+    // thread.
+    #[cfg(feature = "hydrate")]
     let abort = StoredValue::new_local(None::<web_sys::AbortController>);
     let call = {
         let (slug, name) = (slug.clone(), tool.name.clone());
@@ -138,10 +141,11 @@ fn ToolPanel(slug: String, tool: PlayTool, view_only: bool) -> impl IntoView {
                 });
             }
             #[cfg(not(feature = "hydrate"))]
-            let _ = (&slug, &name, arguments, abort);
+            let _ = (&slug, &name, arguments);
         }
     };
     let cancel = move |_| {
+        #[cfg(feature = "hydrate")]
         if let Some(controller) = abort.get_value() {
             controller.abort();
         }

@@ -1,0 +1,566 @@
+//! `/mcp` (SPEC §9): the servers a person is entitled to, relayed to any MCP client under
+//! their login token. Built on rmcp's Streamable HTTP server. Every request is authenticated
+//! by `Authorization: Bearer <login token>` (401 with `WWW-Authenticate` otherwise);
+//! `?servers=a,b` selects slugs (all entitled ones when absent); names are namespaced per slug
+//! (`<slug>__<tool>`, `ui://<slug>/<rest>`) and mapped back on the way in; entitlements and
+//! the tool policy apply exactly as in the console (surface "MCP client": visibility must
+//! include "model"); every call is audited as `mcp_tool_call`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use app::audit::ssr::writer::{self, Actor};
+use app::entitlements::policy::{Decision, Surface};
+use app::entitlements::ssr::{authorize, grants};
+use app::servers::Capability;
+use app::servers::ssr::canonical::{canonical_json, sha256_hex};
+use app::servers::ssr::changes::ItemKind;
+use app::servers::ssr::registry::{self, ServerRow};
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::startup::ServerState;
+
+/// Separates a slug from a tool name (slugs are `[a-z0-9-]`, so it cannot occur in one).
+pub const SEPARATOR: &str = "__";
+/// Requests a token may make per second, on average, and in a burst.
+const RATE_PER_SECOND: f64 = 50.0;
+const BURST: f64 = 100.0;
+
+/// Who is calling: the owner of a valid login token.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub user_id: Uuid,
+    pub email: String,
+    pub token_id: Uuid,
+}
+
+impl Caller {
+    fn actor(&self) -> Actor {
+        Actor::person(self.user_id, &self.email)
+    }
+}
+
+/// `<slug>__<tool>`.
+pub fn namespaced(slug: &str, tool: &str) -> String {
+    format!("{slug}{SEPARATOR}{tool}")
+}
+
+/// The slug and tool of a namespaced name; `None` when it is not one.
+pub fn split_name(name: &str) -> Option<(&str, &str)> {
+    let (slug, tool) = name.split_once(SEPARATOR)?;
+    (app::servers::is_valid_slug(slug) && !tool.is_empty()).then_some((slug, tool))
+}
+
+/// `ui://x/y` of `slug` as the client sees it: `ui://<slug>/x/y`.
+pub fn relayed_uri(slug: &str, uri: &str) -> Option<String> {
+    uri.strip_prefix("ui://")
+        .map(|rest| format!("ui://{slug}/{rest}"))
+}
+
+/// The slug and the server's own URI of a relayed `ui://` URI.
+pub fn original_uri(uri: &str) -> Option<(&str, String)> {
+    let rest = uri.strip_prefix("ui://")?;
+    let (slug, inner) = rest.split_once('/')?;
+    (app::servers::is_valid_slug(slug) && !inner.is_empty())
+        .then(|| (slug, format!("ui://{inner}")))
+}
+
+/// A per-token token bucket.
+#[derive(Default)]
+pub struct RateLimits(Mutex<HashMap<Uuid, (f64, Instant)>>);
+
+impl RateLimits {
+    fn allow(&self, token: Uuid) -> bool {
+        let mut buckets = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if buckets.len() > 100_000 {
+            buckets.clear();
+        }
+        let now = Instant::now();
+        let (tokens, at) = buckets.entry(token).or_insert((BURST, now));
+        *tokens = (*tokens + at.elapsed().as_secs_f64() * RATE_PER_SECOND).min(BURST);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+pub fn routes(state: ServerState) -> Router<ServerState> {
+    let origin = state.config.http.public_origin();
+    let authority = origin
+        .split_once("://")
+        .map(|(_, a)| a.to_owned())
+        .unwrap_or_default();
+    let host = authority
+        .rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map(|(h, _)| h.to_owned())
+        .unwrap_or_else(|| authority.clone());
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts([host, authority])
+        .with_allowed_origins([origin]);
+    let relay_state = state.clone();
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(Relay {
+                state: relay_state.clone(),
+            })
+        },
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(state, authenticate))
+}
+
+fn unauthorized(message: &str) -> Response {
+    let mut response = (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(json!({"error": message})),
+    )
+        .into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(
+            "Bearer realm=\"strad\", error=\"invalid_token\", error_description=\"a login token from /tokens is required\"",
+        ),
+    );
+    response
+}
+
+/// Every `/mcp` request: a valid login token as a Bearer header, within its rate.
+async fn authenticate(
+    State(state): State<ServerState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let token = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+        .map(str::to_owned);
+    let Some(token) = token else {
+        return unauthorized("Send a login token as `Authorization: Bearer strad_…`.");
+    };
+    let pool = &state.app.pool;
+    let row = match app::tokens::ssr::store::verify(pool, &token).await {
+        Ok(Some(row)) => row,
+        Ok(None) => return unauthorized("This login token is unknown, expired or revoked."),
+        Err(error) => {
+            tracing::error!(error.message = %error, "could not check a login token");
+            return (StatusCode::SERVICE_UNAVAILABLE, "try again").into_response();
+        }
+    };
+    if !state.mcp_rates.allow(row.id) {
+        let mut response = (
+            StatusCode::TOO_MANY_REQUESTS,
+            axum::Json(json!({"error": "Too many requests for this login token; slow down."})),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    }
+    let email: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
+        .bind(row.user_id)
+        .fetch_optional(pool)
+        .await
+        .ok()
+        .flatten();
+    let Some(email) = email else {
+        return unauthorized("This login token's owner no longer exists.");
+    };
+    request.extensions_mut().insert(Caller {
+        user_id: row.user_id,
+        email,
+        token_id: row.id,
+    });
+    next.run(request).await
+}
+
+#[derive(Clone)]
+struct Relay {
+    state: ServerState,
+}
+
+fn denied(message: &str) -> McpError {
+    McpError::invalid_params(message.to_owned(), None)
+}
+
+fn internal(error: impl std::fmt::Display) -> McpError {
+    tracing::error!(error.message = %error, "the relay failed");
+    McpError::internal_error("strad could not answer", None)
+}
+
+impl Relay {
+    /// The caller and the slugs this request may reach (entitled, enabled, and among
+    /// `?servers=` when given).
+    async fn scope(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(Caller, Vec<ServerRow>), McpError> {
+        let parts = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .ok_or_else(|| internal("no request parts"))?;
+        let caller = parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| internal("no caller"))?;
+        let asked: Option<Vec<String>> = parts.uri.query().and_then(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .find(|(k, _)| k == "servers")
+                .map(|(_, v)| {
+                    v.split(',')
+                        .map(|s| s.trim().to_owned())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+        });
+        let pool = &self.state.app.pool;
+        let reachable = grants::reachable(pool, &caller.email)
+            .await
+            .map_err(internal)?;
+        let mut servers = Vec::new();
+        for (slug, _) in reachable {
+            if asked.as_ref().is_some_and(|a| !a.contains(&slug)) {
+                continue;
+            }
+            if let Some(row) = registry::get_server(pool, &slug).await.map_err(internal)? {
+                servers.push(row);
+            }
+        }
+        Ok((caller, servers))
+    }
+}
+
+impl ServerHandler for Relay {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        let mut info = ServerConfig::new(capabilities);
+        info.server_info = rmcp::model::Implementation::new("strad", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(
+            "strad relays the MCP servers you are entitled to. Tool names are <server>__<tool>."
+                .into(),
+        );
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let (caller, servers) = self.scope(&context).await?;
+        let pool = &self.state.app.pool;
+        let ctx = caller_context(pool, &caller).await?;
+        let mut tools = Vec::new();
+        for server in servers.iter().filter(|s| s.approves(Capability::Tools)) {
+            for item in registry::items(pool, &server.slug)
+                .await
+                .map_err(internal)?
+            {
+                if item.kind != ItemKind::Tool {
+                    continue;
+                }
+                let decision =
+                    authorize::decision(pool, &ctx, &server.slug, &item.key, Surface::McpClient)
+                        .await
+                        .map_err(internal)?;
+                if decision != Decision::Run {
+                    continue;
+                }
+                let Ok(mut definition) = serde_json::from_slice::<Value>(&item.body) else {
+                    continue;
+                };
+                definition["name"] = Value::String(namespaced(&server.slug, &item.key));
+                rewrite_tool_meta(
+                    &mut definition,
+                    &server.slug,
+                    server.approves(Capability::Apps),
+                );
+                if let Ok(tool) = serde_json::from_value(definition) {
+                    tools.push(tool);
+                }
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let (caller, servers) = self.scope(&context).await?;
+        let Some((slug, tool)) = split_name(&request.name) else {
+            return Err(denied("No such tool: names are <server>__<tool>."));
+        };
+        let Some(server) = servers.iter().find(|s| s.slug == slug) else {
+            return Err(denied("No such tool."));
+        };
+        let pool = &self.state.app.pool;
+        let ctx = caller_context(pool, &caller).await?;
+        let decision = authorize::decision(pool, &ctx, slug, tool, Surface::McpClient)
+            .await
+            .map_err(internal)?;
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
+        let audit = |outcome: String, bytes_out: usize| {
+            let payload = json!({"tool": tool, "arguments_sha256": digest, "outcome": outcome,
+                "bytes_out": bytes_out, "surface": "mcp", "token_id": caller.token_id});
+            let actor = caller.actor();
+            async move {
+                writer::append_alone(pool, &actor, "mcp_tool_call", Some(slug), &payload).await
+            }
+        };
+        if decision != Decision::Run || !server.approves(Capability::Tools) {
+            let _ = audit(format!("refused: {decision:?}"), 0).await;
+            return Err(denied("This tool is not available to MCP clients here."));
+        }
+        let Some(endpoint) = server.endpoint() else {
+            return Err(internal("no endpoint"));
+        };
+        let result = self
+            .state
+            .app
+            .hub
+            .call_tool(slug, &endpoint, tool, arguments)
+            .await;
+        match result {
+            Ok(value) => {
+                let size = value.to_string().len();
+                if let Err(error) = audit("ok".into(), size).await {
+                    return Err(internal(error));
+                }
+                let result: CallToolResult = serde_json::from_value(value).map_err(internal)?;
+                Ok(CallToolResponse::Complete(result))
+            }
+            Err(error) => {
+                let _ = audit(format!("error: {error}"), 0).await;
+                Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                    rmcp::model::ContentBlock::text(format!(
+                        "The server could not run the tool: {error}"
+                    )),
+                ])))
+            }
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let (_caller, servers) = self.scope(&context).await?;
+        let pool = &self.state.app.pool;
+        let mut resources = Vec::new();
+        for server in servers.iter().filter(|s| s.approves(Capability::Apps)) {
+            for item in registry::items(pool, &server.slug)
+                .await
+                .map_err(internal)?
+            {
+                if item.kind != ItemKind::AppResource {
+                    continue;
+                }
+                let Some(uri) = relayed_uri(&server.slug, &item.key) else {
+                    continue;
+                };
+                let entry = json!({
+                    "uri": uri,
+                    "name": format!("{} {}", server.slug, item.key),
+                    "mimeType": app::servers::ssr::discovery::APP_MIME_TYPE,
+                });
+                if let Ok(resource) = serde_json::from_value(entry) {
+                    resources.push(resource);
+                }
+            }
+        }
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let (_caller, servers) = self.scope(&context).await?;
+        let Some((slug, inner)) = original_uri(&request.uri) else {
+            return Err(denied("Only the relayed ui:// resources can be read."));
+        };
+        let Some(server) = servers
+            .iter()
+            .find(|s| s.slug == slug && s.approves(Capability::Apps))
+        else {
+            return Err(denied("No such resource."));
+        };
+        let Some(endpoint) = server.endpoint() else {
+            return Err(internal("no endpoint"));
+        };
+        let hub = &self.state.app.hub;
+        let read = hub
+            .read_resource(slug, &endpoint, &inner)
+            .await
+            .map_err(|e| {
+                McpError::internal_error(format!("the server could not read it: {e}"), None)
+            })?;
+        app::servers::ssr::discovery::app_resource(
+            &inner,
+            None,
+            &read,
+            hub.settings().resource_limit,
+        )
+        .map_err(|problem| denied(&format!("not a valid app resource: {problem}")))?;
+        let mut read = read;
+        if let Some(contents) = read.get_mut("contents").and_then(Value::as_array_mut) {
+            for content in contents {
+                if let Some(uri) = content
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .and_then(|u| relayed_uri(slug, u))
+                {
+                    content["uri"] = Value::String(uri);
+                }
+            }
+        }
+        let result: ReadResourceResult = serde_json::from_value(read).map_err(internal)?;
+        Ok(ReadResourceResponse::Complete(result))
+    }
+}
+
+/// The console's request context for a token's owner (their session kind is "browser": a
+/// login token on /mcp is the surface the token is for; the surface itself says MCP client).
+async fn caller_context(
+    pool: &sqlx::PgPool,
+    caller: &Caller,
+) -> Result<app::auth::ssr::context::RequestContext, McpError> {
+    let Some((user, roles)) = app::auth::ssr::users::find_user_with_roles(pool, caller.user_id)
+        .await
+        .map_err(internal)?
+    else {
+        return Err(denied("This login token's owner no longer exists."));
+    };
+    Ok(app::auth::ssr::context::RequestContext {
+        user,
+        roles,
+        session_kind: app::auth::ssr::session::SessionKind::Browser,
+    })
+}
+
+/// Points a tool's app resource at the relayed URI (both metadata keys), or removes it when
+/// the server may not show apps.
+fn rewrite_tool_meta(definition: &mut Value, slug: &str, apps: bool) {
+    let Some(meta) = definition.get_mut("_meta").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let rewrite = |value: &mut Value| {
+        if let Some(uri) = value
+            .as_str()
+            .and_then(|u| if apps { relayed_uri(slug, u) } else { None })
+        {
+            *value = Value::String(uri);
+            true
+        } else {
+            false
+        }
+    };
+    if let Some(flat) = meta.get_mut("ui/resourceUri") {
+        if !rewrite(flat) {
+            meta.remove("ui/resourceUri");
+        }
+    }
+    if let Some(ui) = meta.get_mut("ui").and_then(Value::as_object_mut) {
+        if let Some(uri) = ui.get_mut("resourceUri") {
+            if !rewrite(uri) {
+                ui.remove("resourceUri");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_uris_are_namespaced_and_mapped_back() {
+        assert_eq!(namespaced("clock", "get-time"), "clock__get-time");
+        assert_eq!(split_name("clock__get-time"), Some(("clock", "get-time")));
+        assert_eq!(split_name("clock__a__b"), Some(("clock", "a__b")));
+        assert_eq!(split_name("get-time"), None);
+        assert_eq!(split_name("Bad_Slug__x"), None);
+        assert_eq!(split_name("clock__"), None);
+        assert_eq!(
+            relayed_uri("clock", "ui://clock/app.html").as_deref(),
+            Some("ui://clock/clock/app.html")
+        );
+        assert_eq!(
+            original_uri("ui://clock/clock/app.html"),
+            Some(("clock", "ui://clock/app.html".into()))
+        );
+        assert_eq!(original_uri("ui://clock"), None);
+        assert_eq!(original_uri("https://clock/x"), None);
+        assert_eq!(relayed_uri("clock", "https://x"), None);
+    }
+
+    #[test]
+    fn tool_meta_points_at_the_relayed_resource() {
+        let mut tool = json!({"name": "t", "_meta": {"ui": {"resourceUri": "ui://a/b.html", "visibility": ["model"]}, "ui/resourceUri": "ui://a/b.html"}});
+        rewrite_tool_meta(&mut tool, "s", true);
+        assert_eq!(tool["_meta"]["ui"]["resourceUri"], "ui://s/a/b.html");
+        assert_eq!(tool["_meta"]["ui/resourceUri"], "ui://s/a/b.html");
+        rewrite_tool_meta(&mut tool, "s", false);
+        assert!(tool["_meta"]["ui"].get("resourceUri").is_none());
+        assert!(tool["_meta"].get("ui/resourceUri").is_none());
+    }
+
+    #[test]
+    fn the_rate_limit_allows_a_burst_then_refuses() {
+        let limits = RateLimits::default();
+        let token = Uuid::new_v4();
+        let allowed = (0..200).filter(|_| limits.allow(token)).count();
+        assert!((100..=110).contains(&allowed), "{allowed}");
+        assert!(
+            limits.allow(Uuid::new_v4()),
+            "another token has its own bucket"
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! `/mcp`: an MCP client (rmcp's, over Streamable HTTP) with a person's login token sees
+//! the tools and app resources they are entitled to, namespaced per server, calls them, reads
+//! the same bytes strad pins; and everything else is refused.
+
+mod support;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use support::mcp::{ExampleServer, TestServer};
+use support::*;
+
+async fn mint(app: &TestApp, browser: &reqwest::Client) -> (String, String) {
+    let minted: Value = server_fn(
+        app,
+        browser,
+        "tokens/mint",
+        &[("name", "client"), ("days", "1")],
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    (
+        minted["secret"].as_str().unwrap().to_owned(),
+        minted["token"]["id"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn client(
+    url: &str,
+    token: &str,
+) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, String> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    ().serve(transport).await.map_err(|e| e.to_string())
+}
+
+async fn grant(app: &TestApp, admin: &reqwest::Client, slug: &str) {
+    let response = server_fn(
+        app,
+        admin,
+        "entitlements/grant",
+        &[("slug", slug), ("grantee", "admin@localhost")],
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+}
+
+#[sqlx::test(migrations = false)]
+async fn an_mcp_client_sees_calls_and_reads_what_the_person_may(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let clock = ExampleServer::start("mcp-server-basic-vanillajs").await;
+    let widgets = TestServer::start().await;
+    register_server(&app, &admin, "clock", &clock.url, true).await;
+    register_server(&app, &admin, "widgets", &widgets.url, true).await;
+    register_server(&app, &admin, "hidden", &widgets.url, true).await;
+    grant(&app, &admin, "clock").await;
+    grant(&app, &admin, "widgets").await;
+    let (token, _) = mint(&app, &admin).await;
+
+    let mcp = client(&app.url("/mcp"), &token).await.expect("initialize");
+    let tools = mcp.list_all_tools().await.unwrap();
+    let names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"clock__get-time".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"widgets__show-widget".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("hidden__")),
+        "not entitled: {names:?}"
+    );
+    assert!(
+        !names.contains(&"widgets__app-only-refresh".to_string()),
+        "app-only: {names:?}"
+    );
+    let widget = tools
+        .iter()
+        .find(|t| t.name == "widgets__show-widget")
+        .unwrap();
+    let meta = serde_json::to_value(&widget.meta).unwrap();
+    assert_eq!(meta["ui"]["resourceUri"], "ui://widgets/test/widget.html");
+
+    // A call, mapped back onto the right server, audited as an MCP client's.
+    let result = mcp
+        .call_tool(
+            CallToolRequestParams::new("widgets__show-widget")
+                .with_arguments(json!({"label": "x"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    let result = serde_json::to_value(&result).unwrap();
+    assert!(result.to_string().contains("widget:x"), "{result}");
+    let audited: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'mcp_tool_call'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(audited, 1);
+
+    // The app resource: the same bytes the console pins.
+    let resources = mcp.list_all_resources().await.unwrap();
+    let uris: Vec<String> = resources.iter().map(|r| r.uri.to_string()).collect();
+    assert!(
+        uris.contains(&"ui://widgets/test/widget.html".to_string()),
+        "{uris:?}"
+    );
+    let read = mcp
+        .read_resource(ReadResourceRequestParams::new(
+            "ui://widgets/test/widget.html",
+        ))
+        .await
+        .unwrap();
+    let read = serde_json::to_value(&read).unwrap();
+    let text = read["contents"][0]["text"].as_str().unwrap().to_owned();
+    let view: Value = server_fn(&app, &admin, "apps/open", &[("slug", "widgets")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    let digest = app::servers::ssr::canonical::sha256_hex(text.as_bytes());
+    assert_eq!(
+        view["digest"], digest,
+        "the relayed bytes are the pinned bytes"
+    );
+    assert_eq!(read["contents"][0]["uri"], "ui://widgets/test/widget.html");
+
+    // Refusals: a forged name for another slug, an app-only tool, a slug not entitled.
+    for name in [
+        "hidden__show-widget",
+        "widgets__app-only-refresh",
+        "show-widget",
+        "widgets__no-such-tool",
+    ] {
+        let refused = mcp.call_tool(CallToolRequestParams::new(name)).await;
+        assert!(refused.is_err(), "{name}: {refused:?}");
+    }
+    assert!(
+        mcp.read_resource(ReadResourceRequestParams::new(
+            "ui://hidden/test/widget.html"
+        ))
+        .await
+        .is_err()
+    );
+    let _ = mcp.cancel().await;
+
+    // ?servers= narrows what is seen.
+    let narrow = client(&app.url("/mcp?servers=clock"), &token)
+        .await
+        .unwrap();
+    let names: Vec<String> = narrow
+        .list_all_tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names, ["clock__get-time"]);
+    let _ = narrow.cancel().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn requests_without_a_valid_token_are_refused_with_401(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let (token, id) = mint(&app, &admin).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let post = |auth: Option<String>| {
+        let mut request = reqwest::Client::new()
+            .post(app.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        request.send()
+    };
+    for auth in [
+        None,
+        Some("Bearer strad_nope".to_string()),
+        Some(format!("Basic {token}")),
+    ] {
+        let response = post(auth.clone()).await.unwrap();
+        assert_eq!(response.status(), 401, "{auth:?}");
+        let challenge = response.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(challenge.starts_with("Bearer "), "{challenge}");
+    }
+    assert_eq!(
+        post(Some(format!("Bearer {token}")))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // Expired and revoked tokens.
+    sqlx::query("UPDATE login_tokens SET expires_at = now() - interval '1 second'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        post(Some(format!("Bearer {token}")))
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    sqlx::query("UPDATE login_tokens SET expires_at = now() + interval '1 day'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let revoked = server_fn(&app, &admin, "tokens/revoke", &[("id", id.as_str())]).await;
+    assert_eq!(revoked.status(), 200);
+    assert_eq!(
+        post(Some(format!("Bearer {token}")))
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    // A browser session is not a token.
+    let cookie_only = admin
+        .post(app.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cookie_only.status(), 401);
+    // DNS rebinding: a Host that is not the console's.
+    let (fresh, _) = mint(&app, &admin).await;
+    let rebound = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .header("host", "evil.example")
+        .header("authorization", format!("Bearer {fresh}"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(rebound.status().is_client_error(), "{}", rebound.status());
+}
