@@ -1,0 +1,81 @@
+// /mcp with the official TypeScript client (@modelcontextprotocol/sdk), against two real
+// example servers at once: list, call, read the app resource and get the bytes strad pins.
+import { test, expect } from './fixtures.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createServer, connect } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const bin = (name) => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.bin', name);
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => { const { port } = server.address(); server.close(() => resolve(port)); });
+  });
+}
+
+async function startExample(name) {
+  const port = await freePort();
+  const child = spawn(bin(name), [], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const up = await new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
+      socket.on('error', () => resolve(false));
+    });
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`${name} did not start`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGTERM') };
+}
+
+async function connectClient(url, token) {
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  const client = new Client({ name: 'strad-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  return client;
+}
+
+test('the official TypeScript client lists, calls and reads through /mcp, across two servers', async ({ page, strad }) => {
+  test.skip(test.info().project.name !== 'js', 'no browser involved: run once');
+  const clock = await startExample('mcp-server-basic-vanillajs');
+  const budget = await startExample('mcp-budget-allocator-server');
+  try {
+    await page.goto(await strad.nextLink());
+    const api = (name, form) => page.request.post(`/api/${name}`, { form });
+    for (const [slug, server] of [['clock', clock], ['budget', budget]]) {
+      expect((await api('servers/register', { slug, display_name: slug, url: server.url, cap_tools: 'on', cap_apps: 'on' })).status()).toBe(200);
+      expect((await api('entitlements/grant', { slug, grantee: 'admin@localhost' })).status()).toBe(200);
+    }
+    const minted = await (await api('tokens/mint', { name: 'ts-client', days: '1' })).json();
+    const client = await connectClient(`${strad.baseURL}/mcp?servers=clock,budget`, minted.secret);
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name).sort();
+    expect(names).toEqual(['budget__get-budget-data', 'clock__get-time']);
+    const time = await client.callTool({ name: 'clock__get-time', arguments: {} });
+    expect(time.isError ?? false).toBe(false);
+    const budgetTool = tools.find((t) => t.name === 'budget__get-budget-data');
+    const uri = budgetTool._meta.ui.resourceUri;
+    expect(uri.startsWith('ui://budget/')).toBe(true);
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toContain(uri);
+    const read = await client.readResource({ uri });
+    const text = read.contents[0].text;
+    const view = await (await api('apps/open', { slug: 'budget' })).json();
+    expect(createHash('sha256').update(text).digest('hex')).toBe(view.digest);
+    // A forged name pointing at a server outside the token's scope.
+    await expect(client.callTool({ name: 'other__get-time', arguments: {} })).rejects.toThrow();
+    await client.close();
+    // No token: the client cannot even connect.
+    await expect(connectClient(`${strad.baseURL}/mcp`, null)).rejects.toThrow();
+  } finally {
+    clock.stop();
+    budget.stop();
+  }
+});
