@@ -79,3 +79,47 @@ test('the official TypeScript client lists, calls and reads through /mcp, across
     budget.stop();
   }
 });
+
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+
+const run = promisify(execFile);
+
+/** The MCP Inspector's CLI (`@modelcontextprotocol/inspector --cli`) against /mcp. */
+async function inspector(url, token, ...args) {
+  // Its own home, so nothing it keeps lands in the real one.
+  const home = mkdtempSync(path.join(tmpdir(), 'strad-inspector-'));
+  const { stdout } = await run(bin('mcp-inspector'), [
+    '--cli', url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, ...args,
+  ], { timeout: 60_000, env: { ...process.env, HOME: home } });
+  return JSON.parse(stdout);
+}
+
+test('the MCP Inspector CLI lists, calls and reads through /mcp', async ({ page, strad }) => {
+  test.skip(test.info().project.name !== 'js', 'no browser involved: run once');
+  const clock = await startExample('mcp-server-basic-vanillajs');
+  const budget = await startExample('mcp-budget-allocator-server');
+  try {
+    await page.goto(await strad.nextLink());
+    const api = (name, form) => page.request.post(`/api/${name}`, { form });
+    for (const [slug, server] of [['iclock', clock], ['ibudget', budget]]) {
+      expect((await api('servers/register', { slug, display_name: slug, url: server.url, cap_tools: 'on', cap_apps: 'on' })).status()).toBe(200);
+      expect((await api('entitlements/grant', { slug, grantee: 'admin@localhost' })).status()).toBe(200);
+    }
+    const minted = await (await api('tokens/mint', { name: 'inspector', days: '1' })).json();
+    const url = `${strad.baseURL}/mcp?servers=iclock,ibudget`;
+    const listed = await inspector(url, minted.secret, '--method', 'tools/list');
+    expect(listed.tools.map((t) => t.name).sort()).toEqual(['ibudget__get-budget-data', 'iclock__get-time']);
+    const called = await inspector(url, minted.secret, '--method', 'tools/call', '--tool-name', 'iclock__get-time');
+    expect(called.isError ?? false).toBe(false);
+    const uri = listed.tools.find((t) => t.name === 'ibudget__get-budget-data')._meta.ui.resourceUri;
+    const read = await inspector(url, minted.secret, '--method', 'resources/read', '--uri', uri);
+    const view = await (await api('apps/open', { slug: 'ibudget' })).json();
+    expect(createHash('sha256').update(read.contents[0].text).digest('hex')).toBe(view.digest);
+  } finally {
+    clock.stop();
+    budget.stop();
+  }
+});
