@@ -23,6 +23,8 @@ pub struct Config {
     pub auth: AuthConfig,
     pub site: SiteConfig,
     pub discovery: DiscoveryConfig,
+    /// Requests a login token may make on `/mcp` per second (bursts of twice that).
+    pub mcp_rate_per_second: u32,
     /// Servers declared in the file (the only place a stdio server can come from).
     pub servers: Vec<DeclaredServer>,
 }
@@ -187,6 +189,7 @@ const S_INTERVAL: &str = "STRAD_DISCOVERY_INTERVAL_SECONDS (discovery.interval_s
 const S_TIMEOUT: &str = "STRAD_MCP_TIMEOUT_SECONDS (discovery.request_timeout_seconds)";
 const S_LIMIT: &str = "STRAD_RESOURCE_LIMIT_BYTES (discovery.resource_limit_bytes)";
 const S_SERVERS: &str = "servers (strad.toml [[servers]])";
+const S_MCP_RATE: &str = "STRAD_MCP_RATE_PER_SECOND (mcp.rate_per_second)";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
 /// silently fall back to a default.
@@ -204,7 +207,15 @@ struct FileConfig {
     #[serde(default)]
     discovery: FileDiscovery,
     #[serde(default)]
+    mcp: FileMcp,
+    #[serde(default)]
     servers: Vec<FileServer>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMcp {
+    rate_per_second: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -514,6 +525,15 @@ impl Config {
         if !(1024..=64 * 1024 * 1024).contains(&limit) {
             return Err(bad(S_LIMIT, "must be between 1 KiB and 64 MiB"));
         }
+        let mcp_rate = number(
+            "STRAD_MCP_RATE_PER_SECOND",
+            S_MCP_RATE,
+            file.mcp.rate_per_second,
+        )?
+        .unwrap_or(50);
+        if !(1..=100_000).contains(&mcp_rate) {
+            return Err(bad(S_MCP_RATE, "must be between 1 and 100000"));
+        }
         let discovery = DiscoveryConfig {
             interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
             request_timeout: std::time::Duration::from_secs(timeout),
@@ -535,6 +555,7 @@ impl Config {
 
         Ok(Config {
             discovery,
+            mcp_rate_per_second: mcp_rate as u32,
             servers,
             http: HttpConfig { bind, public_url },
             database: DatabaseConfig {

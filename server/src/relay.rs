@@ -38,9 +38,6 @@ use crate::startup::ServerState;
 
 /// Separates a slug from a tool name (slugs are `[a-z0-9-]`, so it cannot occur in one).
 pub const SEPARATOR: &str = "__";
-/// Requests a token may make per second, on average, and in a burst.
-const RATE_PER_SECOND: f64 = 50.0;
-const BURST: f64 = 100.0;
 
 /// Who is calling: the owner of a valid login token.
 #[derive(Clone, Debug)]
@@ -81,19 +78,29 @@ pub fn original_uri(uri: &str) -> Option<(&str, String)> {
         .then(|| (slug, format!("ui://{inner}")))
 }
 
-/// A per-token token bucket.
-#[derive(Default)]
-pub struct RateLimits(Mutex<HashMap<Uuid, (f64, Instant)>>);
+/// A per-token token bucket: `rate` requests a second on average, bursts of twice that.
+pub struct RateLimits {
+    rate: f64,
+    buckets: Mutex<HashMap<Uuid, (f64, Instant)>>,
+}
 
 impl RateLimits {
+    pub fn new(rate: u32) -> Self {
+        Self {
+            rate: f64::from(rate),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
     fn allow(&self, token: Uuid) -> bool {
-        let mut buckets = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (rate, burst) = (self.rate, 2.0 * self.rate);
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() > 100_000 {
             buckets.clear();
         }
         let now = Instant::now();
-        let (tokens, at) = buckets.entry(token).or_insert((BURST, now));
-        *tokens = (*tokens + at.elapsed().as_secs_f64() * RATE_PER_SECOND).min(BURST);
+        let (tokens, at) = buckets.entry(token).or_insert((burst, now));
+        *tokens = (*tokens + at.elapsed().as_secs_f64() * rate).min(burst);
         *at = now;
         if *tokens >= 1.0 {
             *tokens -= 1.0;
@@ -554,7 +561,7 @@ mod tests {
 
     #[test]
     fn the_rate_limit_allows_a_burst_then_refuses() {
-        let limits = RateLimits::default();
+        let limits = RateLimits::new(50);
         let token = Uuid::new_v4();
         let allowed = (0..200).filter(|_| limits.allow(token)).count();
         assert!((100..=110).contains(&allowed), "{allowed}");

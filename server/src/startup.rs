@@ -135,7 +135,7 @@ impl Application {
             oidc,
             local,
             frames: Arc::default(),
-            mcp_rates: Arc::default(),
+            mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
         };
         let router = router(state.clone(), pool);
         Ok(Self {

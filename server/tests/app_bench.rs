@@ -4,6 +4,7 @@
 //! - Tool calls: `get-time` of the real `server-basic-vanillajs` example server, called
 //!   directly with strad's own MCP client and through `POST /apps/<slug>/tools/call` (session,
 //!   entitlement, policy, audit row, the same client); 1 and 32 concurrent callers.
+//!   The same call through `/mcp` by an rmcp client with a login token (issue 8).
 //! - Frame route: `GET /apps/<slug>/frame` (session, entitlement, pin, CSP) for a 300 KiB
 //!   app with three inline scripts, and nginx (Debian's package, started here on a loopback
 //!   port) serving the very bytes strad served, with the same load generator.
@@ -76,7 +77,16 @@ fn ms(d: Duration) -> String {
 #[sqlx::test(migrations = false)]
 #[ignore = "a benchmark: run it on purpose (./x bench)"]
 async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
-    let app = spawn_app(pool).await;
+    // The benchmark's one token makes thousands of calls a second.
+    let (listener, base) = bind().await;
+    let app = spawn_app_with(
+        pool,
+        listener,
+        base,
+        &[("STRAD_MCP_RATE_PER_SECOND", "100000")],
+        None,
+    )
+    .await;
     let admin = signed_in_admin(&app).await;
 
     // Tool calls.
@@ -139,15 +149,51 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             }
         }
     };
-    // Warm both paths: connections, prepared statements, the JIT of the upstream.
+    // The same call through /mcp, by an MCP client holding a login token.
+    let minted: serde_json::Value = server_fn(
+        &app,
+        &admin,
+        "tokens/mint",
+        &[("name", "bench"), ("days", "1")],
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let relay = {
+        use rmcp::ServiceExt;
+        let config =
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                app.url("/mcp?servers=clock"),
+            )
+            .auth_header(minted["secret"].as_str().unwrap());
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+        Arc::new(().serve(transport).await.expect("initialize /mcp"))
+    };
+    let via_mcp = {
+        let relay = relay.clone();
+        move || {
+            let relay = relay.clone();
+            async move {
+                relay
+                    .call_tool(rmcp::model::CallToolRequestParams::new("clock__get-time"))
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    };
+    // Warm every path: connections, prepared statements, the JIT of the upstream.
     measure(300, 4, direct.clone()).await;
     measure(300, 4, through.clone()).await;
+    measure(300, 4, via_mcp.clone()).await;
     println!("\napp tool call (get-time of server-basic-vanillajs), {CALLS} calls each");
     println!("| callers | path | calls/s | p50 | p99 |");
     println!("|---|---|---|---|---|");
     for concurrency in [1, 32] {
         let d = measure(CALLS, concurrency, direct.clone()).await;
         let t = measure(CALLS, concurrency, through.clone()).await;
+        let m = measure(CALLS, concurrency, via_mcp.clone()).await;
         println!(
             "| {concurrency} | direct | {:.0} | {} | {} |",
             d.requests_per_second,
@@ -161,10 +207,22 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             ms(t.p99)
         );
         println!(
-            "| {concurrency} | added | {:.0}% of direct | +{} | +{} |",
+            "| {concurrency} | added by the app route | {:.0}% of direct | +{} | +{} |",
             100.0 * t.requests_per_second / d.requests_per_second,
             ms(t.p50.saturating_sub(d.p50)),
             ms(t.p99.saturating_sub(d.p99))
+        );
+        println!(
+            "| {concurrency} | through /mcp | {:.0} | {} | {} |",
+            m.requests_per_second,
+            ms(m.p50),
+            ms(m.p99)
+        );
+        println!(
+            "| {concurrency} | added by /mcp | {:.0}% of direct | +{} | +{} |",
+            100.0 * m.requests_per_second / d.requests_per_second,
+            ms(m.p50.saturating_sub(d.p50)),
+            ms(m.p99.saturating_sub(d.p99))
         );
     }
 

@@ -248,3 +248,95 @@ async fn requests_without_a_valid_token_are_refused_with_401(pool: PgPool) {
         .unwrap();
     assert!(rebound.status().is_client_error(), "{}", rebound.status());
 }
+
+#[sqlx::test(migrations = false)]
+async fn a_token_past_its_rate_gets_429_with_retry_after(pool: PgPool) {
+    let (listener, base) = bind().await;
+    let app = spawn_app_with(
+        pool,
+        listener,
+        base,
+        &[("STRAD_MCP_RATE_PER_SECOND", "1")],
+        None,
+    )
+    .await;
+    let admin = signed_in_admin(&app).await;
+    let (token, _) = mint(&app, &admin).await;
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let response = reqwest::Client::new()
+            .post(app.url("/mcp"))
+            .header("authorization", format!("Bearer {token}"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            .send()
+            .await
+            .unwrap();
+        if response.status() == 429 {
+            assert_eq!(response.headers()["retry-after"], "1");
+        }
+        statuses.push(response.status().as_u16());
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert!(
+        statuses.iter().take(2).all(|s| *s != 429),
+        "a burst of two first: {statuses:?}"
+    );
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_hanging_server_does_not_hold_up_another(pool: PgPool) {
+    let (listener, base) = bind().await;
+    let app = spawn_app_with(
+        pool,
+        listener,
+        base,
+        &[("STRAD_MCP_TIMEOUT_SECONDS", "5")],
+        None,
+    )
+    .await;
+    let admin = signed_in_admin(&app).await;
+    let slow = TestServer::start().await;
+    let fast = TestServer::start().await;
+    register_server(&app, &admin, "slow", &slow.url, true).await;
+    register_server(&app, &admin, "fast", &fast.url, true).await;
+    grant(&app, &admin, "slow").await;
+    grant(&app, &admin, "fast").await;
+    slow.control(json!({"fault": {"kind": "hang", "on": "tools/call"}}))
+        .await;
+    let (token, _) = mint(&app, &admin).await;
+    let stuck = client(&app.url("/mcp"), &token).await.unwrap();
+    let hanging = tokio::spawn(async move {
+        stuck
+            .call_tool(CallToolRequestParams::new("slow__show-widget"))
+            .await
+            .map(|r| serde_json::to_value(r).unwrap())
+    });
+    // Another session, another server: answered at once while the first call hangs.
+    let other = client(&app.url("/mcp"), &token).await.unwrap();
+    let started = std::time::Instant::now();
+    let answer = other
+        .call_tool(CallToolRequestParams::new("fast__show-widget"))
+        .await
+        .unwrap();
+    assert!(
+        serde_json::to_value(&answer)
+            .unwrap()
+            .to_string()
+            .contains("widget:")
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!hanging.is_finished(), "the slow call is still waiting");
+    // The hanging call ends with the timeout, as an error result the client can read.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), hanging)
+        .await
+        .expect("the timeout ends it")
+        .unwrap()
+        .unwrap();
+    assert_eq!(ended["isError"], true, "{ended}");
+    let _ = other.cancel().await;
+}
