@@ -80,6 +80,8 @@ const { StreamableHTTPServerTransport } = await import(
 const {
   CallToolRequestSchema,
   ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
@@ -290,7 +292,7 @@ const sessions = new Map();
 function makeMcpServer() {
   const mcp = new McpServer(
     { name: 'strad-test-mcp-server', version: '1.0.0' },
-    { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } },
+    { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: {} } },
   );
   const server = mcp.server;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -310,6 +312,17 @@ function makeMcpServer() {
     resources: RESOURCES.map((r) => ({ ...r })),
   }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }));
+  // One prompt, for relays that pass prompts on.
+  server.setRequestHandler(ListPromptsRequestSchema, async () => ({
+    prompts: [{ name: 'summarize', description: 'Summarize a topic', arguments: [{ name: 'topic', required: true }] }],
+  }));
+  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+    if (request.params.name !== 'summarize') {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown prompt: ${request.params.name}`);
+    }
+    const topic = request.params.arguments?.topic ?? '';
+    return { messages: [{ role: 'user', content: { type: 'text', text: `Summarize ${topic}.` } }] };
+  });
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
     const content = readResource(request.params.uri);
     if (!content) {

@@ -23,7 +23,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ListResourceTemplatesResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
 };
@@ -273,6 +274,7 @@ impl ServerHandler for Relay {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
+            .enable_prompts()
             .build();
         let mut info = ServerConfig::new(capabilities);
         info.server_info = rmcp::model::Implementation::new("strad", env!("CARGO_PKG_VERSION"));
@@ -382,6 +384,71 @@ impl ServerHandler for Relay {
                 ])))
             }
         }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let (_caller, servers) = self.scope(&context).await?;
+        let mut prompts = Vec::new();
+        for server in servers.iter().filter(|s| s.approves(Capability::Prompts)) {
+            let Some(endpoint) = server.endpoint() else {
+                continue;
+            };
+            // One server failing leaves the others' prompts listed.
+            let Ok(listed) = self
+                .state
+                .app
+                .hub
+                .list_prompts(&server.slug, &endpoint)
+                .await
+            else {
+                continue;
+            };
+            for mut prompt in listed {
+                let Some(name) = prompt.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                prompt["name"] = Value::String(namespaced(&server.slug, name));
+                if let Ok(prompt) = serde_json::from_value(prompt) {
+                    prompts.push(prompt);
+                }
+            }
+        }
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let (_caller, servers) = self.scope(&context).await?;
+        let Some((slug, name)) = split_name(&request.name) else {
+            return Err(denied("No such prompt."));
+        };
+        let Some(server) = servers
+            .iter()
+            .find(|s| s.slug == slug && s.approves(Capability::Prompts))
+        else {
+            return Err(denied("No such prompt."));
+        };
+        let Some(endpoint) = server.endpoint() else {
+            return Err(internal("no endpoint"));
+        };
+        let value = self
+            .state
+            .app
+            .hub
+            .get_prompt(slug, &endpoint, name, request.arguments.clone())
+            .await
+            .map_err(|e| {
+                McpError::internal_error(format!("the server could not answer: {e}"), None)
+            })?;
+        let result: GetPromptResult = serde_json::from_value(value).map_err(internal)?;
+        Ok(GetPromptResponse::Complete(result))
     }
 
     async fn list_resources(

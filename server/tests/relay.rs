@@ -340,3 +340,56 @@ async fn a_hanging_server_does_not_hold_up_another(pool: PgPool) {
     assert_eq!(ended["isError"], true, "{ended}");
     let _ = other.cancel().await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn prompts_are_relayed_only_from_servers_approved_for_them(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    let form = |slug: &'static str, prompts: bool| {
+        let mut form = vec![
+            ("slug", slug),
+            ("display_name", slug),
+            ("url", server.url.as_str()),
+            ("cap_tools", "on"),
+        ];
+        if prompts {
+            form.push(("cap_prompts", "on"));
+        }
+        form
+    };
+    for (slug, prompts) in [("talk", true), ("quiet", false)] {
+        let response = server_fn(&app, &admin, "servers/register", &form(slug, prompts)).await;
+        assert_eq!(response.status(), 200);
+        grant(&app, &admin, slug).await;
+    }
+    let (token, _) = mint(&app, &admin).await;
+    let mcp = client(&app.url("/mcp"), &token).await.unwrap();
+    let names: Vec<String> = mcp
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.name.to_string())
+        .collect();
+    assert_eq!(names, ["talk__summarize"]);
+    let got = mcp
+        .get_prompt(
+            rmcp::model::GetPromptRequestParams::new("talk__summarize")
+                .with_arguments(json!({"topic": "pins"}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        serde_json::to_value(&got)
+            .unwrap()
+            .to_string()
+            .contains("Summarize pins.")
+    );
+    assert!(
+        mcp.get_prompt(rmcp::model::GetPromptRequestParams::new("quiet__summarize"))
+            .await
+            .is_err()
+    );
+    let _ = mcp.cancel().await;
+}

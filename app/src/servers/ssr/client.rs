@@ -153,6 +153,44 @@ impl Hub {
         .await
     }
 
+    /// Every prompt, following pagination.
+    pub async fn list_prompts(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+    ) -> Result<Vec<Value>, McpError> {
+        let limit = self.settings.response_limit;
+        self.idempotent(slug, endpoint, |peer| async move {
+            let prompts = peer.list_all_prompts().await.map_err(service_error)?;
+            to_json_list(&prompts, limit)
+        })
+        .await
+    }
+
+    /// One `prompts/get`, as JSON (a read: retried once on a fresh connection).
+    pub async fn get_prompt(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+    ) -> Result<Value, McpError> {
+        let limit = self.settings.response_limit;
+        let name = name.to_owned();
+        self.idempotent(slug, endpoint, move |peer| {
+            let (name, arguments) = (name.clone(), arguments.clone());
+            async move {
+                let mut params = rmcp::model::GetPromptRequestParams::new(name);
+                if let Some(arguments) = arguments {
+                    params = params.with_arguments(arguments);
+                }
+                let result = peer.get_prompt(params).await.map_err(service_error)?;
+                to_json(&result, limit)
+            }
+        })
+        .await
+    }
+
     /// One `resources/read`, as JSON, within the resource byte limit.
     pub async fn read_resource(
         &self,
