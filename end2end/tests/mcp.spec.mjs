@@ -49,25 +49,25 @@ test('the official TypeScript client lists, calls and reads through /mcp, across
   try {
     await page.goto(await strad.nextLink());
     const api = (name, form) => page.request.post(`/api/${name}`, { form });
-    for (const [slug, server] of [['clock', clock], ['budget', budget]]) {
+    for (const [slug, server] of [['tsclock', clock], ['tsbudget', budget]]) {
       expect((await api('servers/register', { slug, display_name: slug, url: server.url, cap_tools: 'on', cap_apps: 'on' })).status()).toBe(200);
       expect((await api('entitlements/grant', { slug, grantee: 'admin@localhost' })).status()).toBe(200);
     }
     const minted = await (await api('tokens/mint', { name: 'ts-client', days: '1' })).json();
-    const client = await connectClient(`${strad.baseURL}/mcp?servers=clock,budget`, minted.secret);
+    const client = await connectClient(`${strad.baseURL}/mcp?servers=tsclock,tsbudget`, minted.secret);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    expect(names).toEqual(['budget__get-budget-data', 'clock__get-time']);
-    const time = await client.callTool({ name: 'clock__get-time', arguments: {} });
+    expect(names).toEqual(['tsbudget__get-budget-data', 'tsclock__get-time']);
+    const time = await client.callTool({ name: 'tsclock__get-time', arguments: {} });
     expect(time.isError ?? false).toBe(false);
-    const budgetTool = tools.find((t) => t.name === 'budget__get-budget-data');
+    const budgetTool = tools.find((t) => t.name === 'tsbudget__get-budget-data');
     const uri = budgetTool._meta.ui.resourceUri;
-    expect(uri.startsWith('ui://budget/')).toBe(true);
+    expect(uri.startsWith('ui://tsbudget/')).toBe(true);
     const { resources } = await client.listResources();
     expect(resources.map((r) => r.uri)).toContain(uri);
     const read = await client.readResource({ uri });
     const text = read.contents[0].text;
-    const view = await (await api('apps/open', { slug: 'budget' })).json();
+    const view = await (await api('apps/open', { slug: 'tsbudget' })).json();
     expect(createHash('sha256').update(text).digest('hex')).toBe(view.digest);
     // A forged name pointing at a server outside the token's scope.
     await expect(client.callTool({ name: 'other__get-time', arguments: {} })).rejects.toThrow();

@@ -369,6 +369,18 @@ struct Nginx {
     _child: tokio::process::Child,
 }
 
+impl Drop for Nginx {
+    /// Its workers outlive a killed master: ask the master to stop them all first.
+    fn drop(&mut self) {
+        let dir = self._dir.0.display().to_string();
+        let _ = std::process::Command::new("nginx")
+            .args(["-p", &dir, "-c"])
+            .arg(self._dir.0.join("nginx.conf"))
+            .args(["-s", "stop"])
+            .status();
+    }
+}
+
 struct TempDir(std::path::PathBuf);
 
 impl Drop for TempDir {
