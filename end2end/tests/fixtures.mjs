@@ -126,6 +126,23 @@ export const test = base.extend({
     await strad.stop();
   }, { scope: 'worker' }],
   baseURL: async ({ strad }, use) => use(strad.baseURL),
+  // With JavaScript, a console page is usable once the wasm has hydrated it; on a loaded
+  // machine that can take seconds, and a click before it does nothing. So every navigation
+  // to a console page waits for hydration (pages that are not the console's do not).
+  page: async ({ page }, use, testInfo) => {
+    if (testInfo.project.use.javaScriptEnabled) {
+      const goto = page.goto.bind(page);
+      page.goto = async (url, options) => {
+        const response = await goto(url, options);
+        const consolePage = await page.locator('link[href="/pkg/strad.css"]').count();
+        if (consolePage > 0) {
+          await page.locator('body[data-hydrated]').waitFor({ state: 'attached', timeout: 60_000 });
+        }
+        return response;
+      };
+    }
+    await use(page);
+  },
 });
 
 export { expect };

@@ -203,7 +203,10 @@ fn router(state: ServerState, pool: PgPool) -> Router {
     let routes = route_list();
     let leptos_options = state.app.leptos_options.clone();
     let app_state = state.app.clone();
-    let context = move || provide_context(app_state.clone());
+    let context = move || {
+        provide_context(app_state.clone());
+        provide_context(app::tokens::TakenThisRequest::default());
+    };
 
     let [csp, frame, sniff, referrer] = security_headers::layers();
     Router::new()

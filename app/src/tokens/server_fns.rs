@@ -95,18 +95,35 @@ pub async fn mint_token(name: String, days: u32) -> Result<MintedToken, AppError
 #[cfg(feature = "ssr")]
 const MINTED_KEY: &str = "strad.minted_token";
 
-/// The token minted by this browser's last plain form post, once: it is removed as it is
-/// read.
+/// What `take_minted_token` took during this request: a page may render its form more than
+/// once while it waits for data, and each render must see the token the first one took.
+#[cfg(feature = "ssr")]
+#[derive(Clone, Default)]
+pub struct TakenThisRequest(std::sync::Arc<std::sync::Mutex<Option<Option<MintedToken>>>>);
+
+/// The token minted by this browser's last plain form post, once: it is removed from the
+/// session as it is read (and kept for the rest of this request).
 #[server(prefix = "/api", endpoint = "tokens/take-minted")]
 pub async fn take_minted_token() -> Result<Option<MintedToken>, AppError> {
     use crate::auth::ssr::context::RequestContext;
+    let taken = leptos::prelude::use_context::<TakenThisRequest>();
     let session: tower_sessions::Session =
         leptos_axum::extract().await.map_err(AppError::internal)?;
     RequestContext::require().await?;
-    session
+    if let Some(earlier) = taken
+        .as_ref()
+        .and_then(|t| t.0.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    {
+        return Ok(earlier);
+    }
+    let minted = session
         .remove::<MintedToken>(MINTED_KEY)
         .await
-        .map_err(AppError::internal)
+        .map_err(AppError::internal)?;
+    if let Some(taken) = taken {
+        *taken.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(minted.clone());
+    }
+    Ok(minted)
 }
 
 /// The signed-in person's own tokens.
