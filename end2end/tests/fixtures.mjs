@@ -3,7 +3,7 @@
 // sign-in links it prints are read from its stdout.
 import { test as base, expect } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
+import { createServer, connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,6 +90,26 @@ async function startStrad() {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return strad;
+}
+
+/** Path of an npm bin in end2end/node_modules. */
+export const bin = (name) => path.join(root, 'end2end', 'node_modules', '.bin', name);
+
+/** An npm example server serving Streamable HTTP on a free loopback port. */
+export async function startExample(name) {
+  const port = await freePort();
+  const child = spawn(bin(name), [`--log-file=/tmp/strad-e2e-${port}.log`], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const up = await new Promise((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
+      socket.on('error', () => resolve(false));
+    });
+    if (up) break;
+    if (Date.now() > deadline) throw new Error(`${name} did not start`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGTERM') };
 }
 
 /** strad's own MCP test server (support/test-mcp-server.mjs) on a free loopback port. */

@@ -1,37 +1,35 @@
 // /mcp with the official TypeScript client (@modelcontextprotocol/sdk), against two real
 // example servers at once: list, call, read the app resource and get the bytes strad pins.
-import { test, expect } from './fixtures.mjs';
+import { test, expect, startExample, bin } from './fixtures.mjs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createServer, connect } from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const bin = (name) => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.bin', name);
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => { const { port } = server.address(); server.close(() => resolve(port)); });
-  });
-}
-
-async function startExample(name) {
-  const port = await freePort();
-  const child = spawn(bin(name), [], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const up = await new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
-      socket.on('error', () => resolve(false));
-    });
-    if (up) break;
-    if (Date.now() > deadline) throw new Error(`${name} did not start`);
-    await new Promise((r) => setTimeout(r, 100));
+/**
+ * Two example servers at once, registered as `<prefix>clock` and `<prefix>budget` and granted
+ * to the local admin, and a login token of theirs for `check(api, secret)`.
+ */
+async function withTwoServers(page, strad, prefix, check) {
+  const clock = await startExample('mcp-server-basic-vanillajs');
+  const budget = await startExample('mcp-budget-allocator-server');
+  try {
+    await page.goto(await strad.nextLink());
+    const api = (name, form) => page.request.post(`/api/${name}`, { form });
+    for (const [slug, server] of [[`${prefix}clock`, clock], [`${prefix}budget`, budget]]) {
+      expect((await api('servers/register', { slug, display_name: slug, url: server.url, cap_tools: 'on', cap_apps: 'on' })).status()).toBe(200);
+      expect((await api('entitlements/grant', { slug, grantee: 'admin@localhost' })).status()).toBe(200);
+    }
+    const minted = await (await api('tokens/mint', { name: `${prefix}client`, days: '1' })).json();
+    await check(api, minted.secret);
+  } finally {
+    clock.stop();
+    budget.stop();
   }
-  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGTERM') };
 }
 
 async function connectClient(url, token) {
@@ -44,17 +42,8 @@ async function connectClient(url, token) {
 
 test('the official TypeScript client lists, calls and reads through /mcp, across two servers', async ({ page, strad }) => {
   test.skip(test.info().project.name !== 'js', 'no browser involved: run once');
-  const clock = await startExample('mcp-server-basic-vanillajs');
-  const budget = await startExample('mcp-budget-allocator-server');
-  try {
-    await page.goto(await strad.nextLink());
-    const api = (name, form) => page.request.post(`/api/${name}`, { form });
-    for (const [slug, server] of [['tsclock', clock], ['tsbudget', budget]]) {
-      expect((await api('servers/register', { slug, display_name: slug, url: server.url, cap_tools: 'on', cap_apps: 'on' })).status()).toBe(200);
-      expect((await api('entitlements/grant', { slug, grantee: 'admin@localhost' })).status()).toBe(200);
-    }
-    const minted = await (await api('tokens/mint', { name: 'ts-client', days: '1' })).json();
-    const client = await connectClient(`${strad.baseURL}/mcp?servers=tsclock,tsbudget`, minted.secret);
+  await withTwoServers(page, strad, 'ts', async (api, secret) => {
+    const client = await connectClient(`${strad.baseURL}/mcp?servers=tsclock,tsbudget`, secret);
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual(['tsbudget__get-budget-data', 'tsclock__get-time']);
@@ -74,16 +63,8 @@ test('the official TypeScript client lists, calls and reads through /mcp, across
     await client.close();
     // No token: the client cannot even connect.
     await expect(connectClient(`${strad.baseURL}/mcp`, null)).rejects.toThrow();
-  } finally {
-    clock.stop();
-    budget.stop();
-  }
+  });
 });
-
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 
 const run = promisify(execFile);
 
@@ -99,27 +80,15 @@ async function inspector(url, token, ...args) {
 
 test('the MCP Inspector CLI lists, calls and reads through /mcp', async ({ page, strad }) => {
   test.skip(test.info().project.name !== 'js', 'no browser involved: run once');
-  const clock = await startExample('mcp-server-basic-vanillajs');
-  const budget = await startExample('mcp-budget-allocator-server');
-  try {
-    await page.goto(await strad.nextLink());
-    const api = (name, form) => page.request.post(`/api/${name}`, { form });
-    for (const [slug, server] of [['iclock', clock], ['ibudget', budget]]) {
-      expect((await api('servers/register', { slug, display_name: slug, url: server.url, cap_tools: 'on', cap_apps: 'on' })).status()).toBe(200);
-      expect((await api('entitlements/grant', { slug, grantee: 'admin@localhost' })).status()).toBe(200);
-    }
-    const minted = await (await api('tokens/mint', { name: 'inspector', days: '1' })).json();
+  await withTwoServers(page, strad, 'i', async (api, secret) => {
     const url = `${strad.baseURL}/mcp?servers=iclock,ibudget`;
-    const listed = await inspector(url, minted.secret, '--method', 'tools/list');
+    const listed = await inspector(url, secret, '--method', 'tools/list');
     expect(listed.tools.map((t) => t.name).sort()).toEqual(['ibudget__get-budget-data', 'iclock__get-time']);
-    const called = await inspector(url, minted.secret, '--method', 'tools/call', '--tool-name', 'iclock__get-time');
+    const called = await inspector(url, secret, '--method', 'tools/call', '--tool-name', 'iclock__get-time');
     expect(called.isError ?? false).toBe(false);
     const uri = listed.tools.find((t) => t.name === 'ibudget__get-budget-data')._meta.ui.resourceUri;
-    const read = await inspector(url, minted.secret, '--method', 'resources/read', '--uri', uri);
+    const read = await inspector(url, secret, '--method', 'resources/read', '--uri', uri);
     const view = await (await api('apps/open', { slug: 'ibudget' })).json();
     expect(createHash('sha256').update(read.contents[0].text).digest('hex')).toBe(view.digest);
-  } finally {
-    clock.stop();
-    budget.stop();
-  }
+  });
 });

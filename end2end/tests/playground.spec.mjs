@@ -1,35 +1,7 @@
 // The playground and its app cards (issue 7), in Debian's Chromium, against the real
 // budget-allocator example server and strad's own test server.
-import { test, expect } from './fixtures.mjs';
-import { spawn, execFileSync } from 'node:child_process';
-import { createServer, connect } from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const bin = (name) => path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '.bin', name);
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => { const { port } = server.address(); server.close(() => resolve(port)); });
-  });
-}
-
-async function startExample(name) {
-  const port = await freePort();
-  const child = spawn(bin(name), [], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const up = await new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
-      socket.on('error', () => resolve(false));
-    });
-    if (up) break;
-    if (Date.now() > deadline) throw new Error(`${name} did not start`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill('SIGTERM') };
-}
+import { test, expect, startExample } from './fixtures.mjs';
+import { execFileSync } from 'node:child_process';
 
 async function register(page, strad, slug, url) {
   await page.goto(await strad.nextLink());

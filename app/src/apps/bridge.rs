@@ -743,6 +743,16 @@ fn send(session: &Shared, message: Value) {
 
 /// POSTs JSON to a console route; the answer's JSON, or the route's error message.
 async fn post(path: &str, body: &Value) -> Result<Value, String> {
+    post_json(path, body, None).await
+}
+
+/// POSTs JSON to a console route (same-origin credentials); the answer's JSON, or the
+/// route's error message. `abort` lets the caller cancel the wait.
+pub async fn post_json(
+    path: &str,
+    body: &Value,
+    abort: Option<&web_sys::AbortSignal>,
+) -> Result<Value, String> {
     use wasm_bindgen_futures::JsFuture;
     let window = web_sys::window().ok_or("no window")?;
     let init = web_sys::RequestInit::new();
@@ -752,6 +762,9 @@ async fn post(path: &str, body: &Value) -> Result<Value, String> {
     let _ = headers.set("content-type", "application/json");
     init.set_headers(&headers);
     init.set_body(&body.to_string().into());
+    if let Some(abort) = abort {
+        init.set_signal(Some(abort));
+    }
     let response = JsFuture::from(window.fetch_with_str_and_init(path, &init))
         .await
         .map_err(|_| "the console could not be reached".to_string())?;
