@@ -61,20 +61,31 @@ async fn frame(app: &TestApp, browser: &reqwest::Client, slug: &str) -> reqwest:
     frame_with(app, browser, slug, &ticket).await
 }
 
-async fn call(
+/// POSTs JSON to a console route as the console's own page does.
+async fn post_from_console(
     app: &TestApp,
     browser: &reqwest::Client,
-    slug: &str,
+    path: &str,
     body: Value,
 ) -> reqwest::Response {
     browser
-        .post(app.url(&format!("/apps/{slug}/tools/call")))
+        .post(app.url(path))
         .header("origin", &app.base)
         .header("sec-fetch-site", "same-origin")
         .json(&body)
         .send()
         .await
         .unwrap()
+}
+
+/// An app's tool call, as the bridge posts it.
+async fn call(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    slug: &str,
+    body: Value,
+) -> reqwest::Response {
+    post_from_console(app, browser, &format!("/apps/{slug}/tools/call"), body).await
 }
 
 async fn calls_of(server: &TestServer, tool: &str) -> u64 {
@@ -625,20 +636,14 @@ async fn a_page_reads_only_its_own_servers_ui_resources(pool: PgPool) {
     assert_eq!(cross.status(), 403);
 }
 
+/// A playground call, as the playground page posts it.
 async fn play(
     app: &TestApp,
     browser: &reqwest::Client,
     slug: &str,
     body: Value,
 ) -> reqwest::Response {
-    browser
-        .post(app.url(&format!("/servers/{slug}/tools/call")))
-        .header("origin", &app.base)
-        .header("sec-fetch-site", "same-origin")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
+    post_from_console(app, browser, &format!("/servers/{slug}/tools/call"), body).await
 }
 
 /// The playground's call route: the same locks as an app's, the model's side of visibility,
