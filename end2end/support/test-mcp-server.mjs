@@ -36,10 +36,15 @@
 //   {"uiMeta": {...}}       replaces ui://test/widget.html's _meta.ui (its CSP
 //                          domains, permissions); sends resources/list_changed
 //   {"addTool": {"name", "description"?, "title"?, "inputSchema"?, "_meta"?,
-//                "annotations"?, "outputSchema"?, "result"?}}
+//                "annotations"?, "outputSchema"?, "result"?, "progress"?}}
 //                          adds (or replaces) a tool; `result` is the
 //                          CallToolResult it returns (default: text
-//                          "<name>:<arguments JSON>"); sends tools/list_changed
+//                          "<name>:<arguments JSON>"); sends tools/list_changed.
+//                          `progress: {steps, wait, intervalMs}` sends `steps`
+//                          progress notifications, `intervalMs` apart, when the
+//                          call carries a progressToken,
+//                          then (wait) holds the call open until the client
+//                          cancels it, counted in GET /control's `cancelled`
 //   {"removeTool": "name"} removes a tool; sends tools/list_changed
 //   {"describe": {"name": "show-widget", "description": "new text"}}
 //                          changes a tool's description; sends tools/list_changed
@@ -246,6 +251,7 @@ const state = {
   uiMeta: structuredClone(WIDGET_UI_META),
   fault: null, // {kind, on}
   calls: {}, // tool name -> how many tools/call it received (GET /control shows it)
+  cancelled: {}, // tool name -> how many of its calls the client cancelled
 };
 
 const sha256 = (text) => createHash('sha256').update(text).digest('hex');
@@ -272,6 +278,9 @@ function readResource(uri) {
     case 'file:///test/readme.txt':
       return { uri, mimeType: 'text/plain', text: 'This is not an app resource.\n' };
     default:
+      if (uri.startsWith('file:///test/notes/')) {
+        return { uri, mimeType: 'text/plain', text: `note ${uri.slice('file:///test/notes/'.length)}` };
+      }
       return undefined;
   }
 }
@@ -296,13 +305,32 @@ function makeMcpServer() {
   );
   const server = mcp.server;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [...state.tools.values()].map(({ result: _result, ...tool }) => structuredClone(tool)),
+    tools: [...state.tools.values()].map(({ result: _r, progress: _p, ...tool }) => structuredClone(tool)),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {} } = request.params;
     state.calls[name] = (state.calls[name] ?? 0) + 1;
     const tool = state.tools.get(name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    if (tool.progress) {
+      const token = request.params._meta?.progressToken;
+      const { steps = 0, wait = false, intervalMs = 0 } = tool.progress;
+      for (let step = 1; step <= steps && token !== undefined; step++) {
+        if (intervalMs > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs));
+        await extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: step, total: steps, message: `step ${step}` },
+        });
+      }
+      if (wait) {
+        await new Promise((resolve) => {
+          if (extra.signal.aborted) resolve();
+          extra.signal.addEventListener('abort', resolve, { once: true });
+        });
+        state.cancelled[name] = (state.cancelled[name] ?? 0) + 1;
+        throw new McpError(ErrorCode.InternalError, 'cancelled');
+      }
+    }
     if (tool.result !== undefined) return structuredClone(tool.result);
     const builtin = BUILTIN_RESULTS[name];
     if (builtin) return builtin(args);
@@ -311,7 +339,9 @@ function makeMcpServer() {
   server.setRequestHandler(ListResourcesRequestSchema, async () => ({
     resources: RESOURCES.map((r) => ({ ...r })),
   }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: [{ uriTemplate: 'file:///test/notes/{name}', name: 'note', mimeType: 'text/plain' }],
+  }));
   // One prompt, for relays that pass prompts on.
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({
     prompts: [{ name: 'summarize', description: 'Summarize a topic', arguments: [{ name: 'topic', required: true }] }],
@@ -543,6 +573,7 @@ async function handleControl(req, res) {
       sessions: [...sessions].map(([id, s]) => ({ id, sse: s.sse > 0 })),
       hanging: hanging.size,
       calls: state.calls,
+      cancelled: state.cancelled,
     });
   }
   if (req.method !== 'POST') return sendJson(res, 405, { error: 'use GET or POST' }, { Allow: 'GET, POST' });
@@ -576,7 +607,8 @@ async function handleControl(req, res) {
     log('ui meta replaced');
   }
   if ('addTool' in body) {
-    const { name, title, description, inputSchema, outputSchema, annotations, _meta, result } = body.addTool;
+    const { name, title, description, inputSchema, outputSchema, annotations, _meta, result, progress } =
+      body.addTool;
     const tool = { name };
     if (title !== undefined) tool.title = title;
     if (description !== undefined) tool.description = description;
@@ -585,6 +617,7 @@ async function handleControl(req, res) {
     if (annotations !== undefined) tool.annotations = annotations;
     if (_meta !== undefined) tool._meta = _meta;
     if (result !== undefined) tool.result = result;
+    if (progress !== undefined) tool.progress = progress;
     state.tools.set(name, tool);
     toolsChanged = true;
     log(`tool ${name} added`);

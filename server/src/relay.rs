@@ -2,9 +2,11 @@
 //! their login token. Built on rmcp's Streamable HTTP server. Every request is authenticated
 //! by `Authorization: Bearer <login token>` (401 with `WWW-Authenticate` otherwise);
 //! `?servers=a,b` selects slugs (all entitled ones when absent); names are namespaced per slug
-//! (`<slug>__<tool>`, `ui://<slug>/<rest>`) and mapped back on the way in; entitlements and
-//! the tool policy apply exactly as in the console (surface "MCP client": visibility must
-//! include "model"); every call is audited as `mcp_tool_call`.
+//! (`<slug>__<tool>`, `ui://<slug>/<rest>` for app resources, `strad://<slug>/<uri>` for the
+//! rest) and mapped back on the way in; entitlements and the tool policy apply exactly as in
+//! the console (surface "MCP client": visibility must include "model"); every call is audited
+//! as `mcp_tool_call`. A call's progress notifications come back under the caller's token,
+//! and a cancelled call is cancelled upstream.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -78,6 +80,22 @@ pub fn original_uri(uri: &str) -> Option<(&str, String)> {
     (app::servers::is_valid_slug(slug) && !inner.is_empty())
         .then(|| (slug, format!("ui://{inner}")))
 }
+
+/// Any other resource of `slug` as the client sees it: `strad://<slug>/<its own URI>`.
+/// Clients treat resource URIs as opaque, so the server's URI rides along unchanged.
+pub fn relayed_resource_uri(slug: &str, uri: &str) -> String {
+    format!("{RESOURCE_SCHEME}{slug}/{uri}")
+}
+
+/// The slug and the server's own URI of a relayed `strad://` URI (never a `ui://` one: app
+/// resources are reached only under `ui://`, and only from servers approved for apps).
+pub fn original_resource_uri(uri: &str) -> Option<(&str, &str)> {
+    let (slug, inner) = uri.strip_prefix(RESOURCE_SCHEME)?.split_once('/')?;
+    (app::servers::is_valid_slug(slug) && !inner.is_empty() && !inner.starts_with("ui://"))
+        .then_some((slug, inner))
+}
+
+const RESOURCE_SCHEME: &str = "strad://";
 
 /// A per-token token bucket: `rate` requests a second on average, bursts of twice that.
 pub struct RateLimits {
@@ -360,12 +378,36 @@ impl ServerHandler for Relay {
         let Some(endpoint) = server.endpoint() else {
             return Err(internal("no endpoint"));
         };
-        let result = self
-            .state
-            .app
-            .hub
-            .call_tool(slug, &endpoint, tool, arguments)
-            .await;
+        // Progress comes back under the caller's own token; a cancelled request drops the
+        // upstream call, which tells the server it is cancelled.
+        let caller_token = context.meta.get_progress_token();
+        let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
+        let call = self.state.app.hub.call_tool_reporting(
+            slug,
+            &endpoint,
+            tool,
+            arguments,
+            caller_token.is_some().then_some(sink),
+        );
+        let forward = async {
+            while let Some(mut step) = progress.recv().await {
+                if let Some(token) = &caller_token {
+                    step.progress_token = token.clone();
+                    let _ = context.peer.notify_progress(step).await;
+                }
+            }
+        };
+        let call = async {
+            tokio::select! {
+                result = call => Some(result),
+                () = context.ct.cancelled() => None,
+            }
+        };
+        let (result, ()) = tokio::join!(call, forward);
+        let Some(result) = result else {
+            let _ = audit("cancelled".into(), 0).await;
+            return Err(McpError::internal_error("The request was cancelled.", None));
+        };
         match result {
             Ok(value) => {
                 let size = value.to_string().len();
@@ -458,7 +500,31 @@ impl ServerHandler for Relay {
     ) -> Result<ListResourcesResult, McpError> {
         let (_caller, servers) = self.scope(&context).await?;
         let pool = &self.state.app.pool;
+        let hub = &self.state.app.hub;
         let mut resources = Vec::new();
+        // A server approved for resources: its own (not ui://) resources, live, under
+        // strad://. One server failing leaves the others' listed.
+        for server in servers.iter().filter(|s| s.approves(Capability::Resources)) {
+            let Some(endpoint) = server.endpoint() else {
+                continue;
+            };
+            let Ok(listed) = hub.list_resources(&server.slug, &endpoint).await else {
+                continue;
+            };
+            for mut entry in listed {
+                let Some(uri) = entry.get("uri").and_then(Value::as_str) else {
+                    continue;
+                };
+                if uri.starts_with("ui://") {
+                    continue;
+                }
+                entry["uri"] = Value::String(relayed_resource_uri(&server.slug, uri));
+                if let Ok(resource) = serde_json::from_value(entry) {
+                    resources.push(resource);
+                }
+            }
+        }
+        // App resources: those discovery validated, from servers approved for apps.
         for server in servers.iter().filter(|s| s.approves(Capability::Apps)) {
             for item in registry::items(pool, &server.slug)
                 .await
@@ -486,9 +552,32 @@ impl ServerHandler for Relay {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(vec![]))
+        let (_caller, servers) = self.scope(&context).await?;
+        let hub = &self.state.app.hub;
+        let mut templates = Vec::new();
+        for server in servers.iter().filter(|s| s.approves(Capability::Resources)) {
+            let Some(endpoint) = server.endpoint() else {
+                continue;
+            };
+            let Ok(listed) = hub.list_resource_templates(&server.slug, &endpoint).await else {
+                continue;
+            };
+            for mut entry in listed {
+                let Some(template) = entry.get("uriTemplate").and_then(Value::as_str) else {
+                    continue;
+                };
+                if template.starts_with("ui://") {
+                    continue;
+                }
+                entry["uriTemplate"] = Value::String(relayed_resource_uri(&server.slug, template));
+                if let Ok(template) = serde_json::from_value(entry) {
+                    templates.push(template);
+                }
+            }
+        }
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 
     async fn read_resource(
@@ -497,8 +586,13 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let (_caller, servers) = self.scope(&context).await?;
+        if let Some((slug, inner)) = original_resource_uri(&request.uri) {
+            return self.read_plain_resource(&servers, slug, inner).await;
+        }
         let Some((slug, inner)) = original_uri(&request.uri) else {
-            return Err(denied("Only the relayed ui:// resources can be read."));
+            return Err(denied(
+                "No such resource: URIs are ui://<server>/… or strad://<server>/…",
+            ));
         };
         let Some(server) = servers
             .iter()
@@ -532,6 +626,51 @@ impl ServerHandler for Relay {
                     .and_then(|u| relayed_uri(slug, u))
                 {
                     content["uri"] = Value::String(uri);
+                }
+            }
+        }
+        let result: ReadResourceResult = serde_json::from_value(read).map_err(internal)?;
+        Ok(ReadResourceResponse::Complete(result))
+    }
+}
+
+impl Relay {
+    /// `resources/read` of a server's own (not app) resource, for a server approved for
+    /// resources, within the resource byte limit.
+    async fn read_plain_resource(
+        &self,
+        servers: &[ServerRow],
+        slug: &str,
+        inner: &str,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let Some(server) = servers
+            .iter()
+            .find(|s| s.slug == slug && s.approves(Capability::Resources))
+        else {
+            return Err(denied("No such resource."));
+        };
+        let Some(endpoint) = server.endpoint() else {
+            return Err(internal("no endpoint"));
+        };
+        let mut read = self
+            .state
+            .app
+            .hub
+            .read_resource(slug, &endpoint, inner)
+            .await
+            .map_err(|e| {
+                McpError::internal_error(format!("the server could not read it: {e}"), None)
+            })?;
+        if let Some(contents) = read.get_mut("contents").and_then(Value::as_array_mut) {
+            contents.retain(|content| {
+                content
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .is_none_or(|uri| !uri.starts_with("ui://"))
+            });
+            for content in contents {
+                if let Some(uri) = content.get("uri").and_then(Value::as_str) {
+                    content["uri"] = Value::String(relayed_resource_uri(slug, uri));
                 }
             }
         }
@@ -613,6 +752,21 @@ mod tests {
         assert_eq!(original_uri("ui://clock"), None);
         assert_eq!(original_uri("https://clock/x"), None);
         assert_eq!(relayed_uri("clock", "https://x"), None);
+        assert_eq!(
+            relayed_resource_uri("clock", "file:///a/b.txt"),
+            "strad://clock/file:///a/b.txt"
+        );
+        assert_eq!(
+            original_resource_uri("strad://clock/file:///a/b.txt"),
+            Some(("clock", "file:///a/b.txt"))
+        );
+        assert_eq!(
+            original_resource_uri("strad://clock/ui://x/app.html"),
+            None,
+            "app resources are not reachable around the apps approval"
+        );
+        assert_eq!(original_resource_uri("strad://Clock/x"), None);
+        assert_eq!(original_resource_uri("strad://clock/"), None);
     }
 
     #[test]

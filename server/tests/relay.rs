@@ -393,3 +393,173 @@ async fn prompts_are_relayed_only_from_servers_approved_for_them(pool: PgPool) {
     );
     let _ = mcp.cancel().await;
 }
+
+/// A client that keeps the progress notifications it receives.
+#[derive(Clone)]
+struct Progress(tokio::sync::mpsc::UnboundedSender<rmcp::model::ProgressNotificationParam>);
+
+impl rmcp::ClientHandler for Progress {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params);
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn progress_comes_back_and_a_cancelled_call_is_cancelled_upstream(pool: PgPool) {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    for (name, wait) in [("count", false), ("wait", true)] {
+        server
+            .control(
+                json!({"addTool": {"name": name, "annotations": {"readOnlyHint": true},
+                "progress": {"steps": 3, "wait": wait}}}),
+            )
+            .await;
+    }
+    register_server(&app, &admin, "slow", &server.url, false).await;
+    grant(&app, &admin, "slow").await;
+    let (token, _) = mint(&app, &admin).await;
+    let (sender, mut progress) = tokio::sync::mpsc::unbounded_channel();
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp")).auth_header(token);
+    let mcp = Progress(sender)
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("initialize");
+    let call = |name: &str| {
+        ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
+            name.to_owned(),
+        )))
+    };
+
+    // Each step reaches the client under the token the client chose.
+    let handle = mcp
+        .send_request_with_option(call("slow__count"), PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let mine = handle.progress_token.clone();
+    let answer = handle.await_response().await.unwrap();
+    assert!(format!("{answer:?}").contains("count:"), "{answer:?}");
+    for step in 1..=3 {
+        let notification: rmcp::model::ProgressNotificationParam = next(&mut progress).await;
+        assert_eq!(notification.progress_token, mine);
+        assert_eq!(notification.progress, f64::from(step));
+        assert_eq!(notification.total, Some(3.0));
+    }
+
+    // Cancelling a call strad relays cancels it upstream, and the audit says so.
+    let handle = mcp
+        .send_request_with_option(call("slow__wait"), PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    for _ in 1..=3 {
+        next(&mut progress).await;
+    }
+    assert_eq!(
+        server.state().await.unwrap()["cancelled"]["wait"],
+        Value::Null
+    );
+    handle.cancel(Some("enough".into())).await.unwrap();
+    eventually(10, "the server to see the cancellation", || async {
+        server
+            .state()
+            .await
+            .and_then(|s| s["cancelled"]["wait"].as_u64())
+            .filter(|n| *n == 1)
+    })
+    .await;
+    let outcomes: Vec<String> = sqlx::query_scalar(
+        "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'mcp_tool_call' ORDER BY id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(outcomes, ["ok", "cancelled"]);
+    let _ = mcp.cancel().await;
+}
+
+#[sqlx::test(migrations = false)]
+async fn plain_resources_and_templates_are_relayed_only_when_approved(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    for (slug, resources) in [("docs", true), ("closed", false)] {
+        let mut form = vec![
+            ("slug", slug),
+            ("display_name", slug),
+            ("url", server.url.as_str()),
+            ("cap_tools", "on"),
+        ];
+        if resources {
+            form.push(("cap_resources", "on"));
+        }
+        let response = server_fn(&app, &admin, "servers/register", &form).await;
+        assert_eq!(response.status(), 200);
+        grant(&app, &admin, slug).await;
+    }
+    let (token, _) = mint(&app, &admin).await;
+    let mcp = client(&app.url("/mcp"), &token).await.unwrap();
+    let uris: Vec<String> = mcp
+        .list_all_resources()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.uri.to_string())
+        .collect();
+    assert_eq!(
+        uris,
+        ["strad://docs/file:///test/readme.txt"],
+        "no app resources without the apps approval, nothing from `closed`"
+    );
+    let templates: Vec<String> = mcp
+        .list_all_resource_templates()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.uri_template.to_string())
+        .collect();
+    assert_eq!(templates, ["strad://docs/file:///test/notes/{name}"]);
+    for (uri, text) in [
+        (
+            "strad://docs/file:///test/readme.txt",
+            "not an app resource",
+        ),
+        ("strad://docs/file:///test/notes/monday", "note monday"),
+    ] {
+        let read = mcp
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .unwrap();
+        let read = serde_json::to_value(&read).unwrap();
+        assert_eq!(read["contents"][0]["uri"], uri);
+        assert!(read.to_string().contains(text), "{read}");
+    }
+    for refused in [
+        "strad://closed/file:///test/readme.txt",
+        "strad://docs/ui://test/widget.html",
+        "ui://docs/test/widget.html",
+        "file:///test/readme.txt",
+        "strad://nobody/file:///test/readme.txt",
+    ] {
+        assert!(
+            mcp.read_resource(ReadResourceRequestParams::new(refused))
+                .await
+                .is_err(),
+            "{refused}"
+        );
+    }
+    let _ = mcp.cancel().await;
+}
+
+async fn next<T>(progress: &mut tokio::sync::mpsc::UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(10), progress.recv())
+        .await
+        .expect("a progress notification within 10 s")
+        .expect("the client is running")
+}

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
-    ReadResourceRequestParams,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientRequest, Implementation, InitializeRequestParams, ProgressNotificationParam,
+    ProgressToken, ReadResourceRequestParams, RequestId, ServerResult,
 };
-use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::mpsc;
 
 /// The UI extension strad advertises at initialize (SEP-1724 key of MCP Apps).
 pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
@@ -71,10 +72,18 @@ pub enum McpError {
 /// resources changed, so discovery can run again.
 pub type ChangeSender = mpsc::UnboundedSender<String>;
 
+/// Receives the progress notifications of one `tools/call` while it runs (their token is
+/// the upstream request's own; the receiver puts its caller's back).
+pub type ProgressSink = mpsc::UnboundedSender<ProgressNotificationParam>;
+
+/// The calls of one connection that want their progress, by the token strad sent upstream.
+type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressSink>>>;
+
 #[derive(Clone)]
 struct Handler {
     slug: String,
     changes: ChangeSender,
+    progress: ProgressRoutes,
 }
 
 impl ClientHandler for Handler {
@@ -99,17 +108,70 @@ impl ClientHandler for Handler {
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.changes.send(self.slug.clone());
     }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = lock(&self.progress).get(&params.progress_token).cloned();
+        if let Some(sink) = sink {
+            let _ = sink.send(params);
+        }
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 struct Connection {
     endpoint: Endpoint,
     service: RunningService<RoleClient, Handler>,
+    progress: ProgressRoutes,
+}
+
+/// One `tools/call` in flight upstream: while it lives its progress is routed to its sink;
+/// dropped before the answer came (the caller cancelled, or the timeout struck), it tells
+/// the server the request is cancelled.
+struct InFlight {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl InFlight {
+    fn answered(mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        lock(&self.routes).remove(&self.token);
+        if let Some(id) = self.id.take() {
+            let peer = self.peer.clone();
+            let cancelled = CancelledNotificationParam::new(
+                Some(id),
+                Some("the caller cancelled the request".into()),
+            );
+            tokio::spawn(async move {
+                let _ = peer.notify_cancelled(cancelled).await;
+            });
+        }
+    }
 }
 
 pub struct Hub {
     settings: HubSettings,
     changes: ChangeSender,
-    connections: Mutex<HashMap<String, Arc<Connection>>>,
+    /// The live connections: read on every request, written only to add or drop one.
+    connections: std::sync::RwLock<HashMap<String, Arc<Connection>>>,
+    /// One gate per slug, so connecting to a slow server holds up only its own callers.
+    connecting: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Hub {
@@ -117,7 +179,8 @@ impl Hub {
         Self {
             settings,
             changes,
-            connections: Mutex::new(HashMap::new()),
+            connections: std::sync::RwLock::new(HashMap::new()),
+            connecting: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -149,6 +212,23 @@ impl Hub {
         self.idempotent(slug, endpoint, |peer| async move {
             let resources = peer.list_all_resources().await.map_err(service_error)?;
             to_json_list(&resources, limit)
+        })
+        .await
+    }
+
+    /// Every resource template, following pagination.
+    pub async fn list_resource_templates(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+    ) -> Result<Vec<Value>, McpError> {
+        let limit = self.settings.response_limit;
+        self.idempotent(slug, endpoint, |peer| async move {
+            let templates = peer
+                .list_all_resource_templates()
+                .await
+                .map_err(service_error)?;
+            to_json_list(&templates, limit)
         })
         .await
     }
@@ -221,10 +301,57 @@ impl Hub {
         name: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, McpError> {
+        self.call_tool_reporting(slug, endpoint, name, arguments, None)
+            .await
+    }
+
+    /// One `tools/call` whose progress notifications go to `progress` as they come.
+    /// Dropping the future cancels the call upstream (`notifications/cancelled`).
+    pub async fn call_tool_reporting(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+        progress: Option<ProgressSink>,
+    ) -> Result<Value, McpError> {
         let limit = self.settings.response_limit;
         let connection = self.connection(slug, endpoint).await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let result = self.timed(connection.service.call_tool(params)).await;
+        let peer = connection.service.peer().clone();
+        let request = async {
+            let handle = peer
+                .send_request_with_option(
+                    ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                    PeerRequestOptions::no_options(),
+                )
+                .await?;
+            let reporting = progress.is_some();
+            if let Some(sink) = progress {
+                lock(&connection.progress).insert(handle.progress_token.clone(), sink);
+            }
+            let in_flight = InFlight {
+                peer: peer.clone(),
+                id: Some(handle.id.clone()),
+                routes: connection.progress.clone(),
+                token: handle.progress_token.clone(),
+            };
+            let answer = handle.await_response().await;
+            if reporting {
+                // rmcp hands each notification to the handler on a task of its own, so a
+                // progress notification sent just before the answer may not have been
+                // routed yet: give those tasks a turn before the route closes.
+                for _ in 0..3 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            in_flight.answered();
+            match answer? {
+                ServerResult::CallToolResult(result) => Ok(result),
+                _ => Err(ServiceError::UnexpectedResponse),
+            }
+        };
+        let result = self.timed(request).await;
         match result {
             Ok(Ok(result)) => to_json(&result, limit),
             Ok(Err(err)) => {
@@ -243,7 +370,8 @@ impl Hub {
 
     /// Drops the server's connection (after an edit, or when it is disabled).
     pub async fn forget(&self, slug: &str) {
-        if let Some(connection) = self.connections.lock().await.remove(slug) {
+        let removed = write(&self.connections).remove(slug);
+        if let Some(connection) = removed {
             close(connection);
         }
     }
@@ -291,15 +419,32 @@ impl Hub {
     }
 
     async fn forget_connection(&self, slug: &str, connection: &Arc<Connection>) {
-        let mut connections = self.connections.lock().await;
-        if connections
-            .get(slug)
-            .is_some_and(|current| Arc::ptr_eq(current, connection))
-        {
-            if let Some(connection) = connections.remove(slug) {
-                close(connection);
+        let removed = {
+            let mut connections = write(&self.connections);
+            let current = connections
+                .get(slug)
+                .is_some_and(|current| Arc::ptr_eq(current, connection));
+            if current {
+                connections.remove(slug)
+            } else {
+                None
             }
+        };
+        if let Some(connection) = removed {
+            close(connection);
         }
+    }
+
+    /// The live connection of a slug for this endpoint, if there is one.
+    fn live(&self, slug: &str, endpoint: &Endpoint) -> Option<Arc<Connection>> {
+        let connections = self
+            .connections
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        connections
+            .get(slug)
+            .filter(|c| c.endpoint == *endpoint && !c.service.is_transport_closed())
+            .cloned()
     }
 
     async fn connection(
@@ -307,18 +452,27 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Arc<Connection>, McpError> {
-        let mut connections = self.connections.lock().await;
-        if let Some(existing) = connections.get(slug) {
-            if existing.endpoint == *endpoint && !existing.service.is_transport_closed() {
-                return Ok(existing.clone());
-            }
-            if let Some(stale) = connections.remove(slug) {
-                close(stale);
-            }
+        if let Some(live) = self.live(slug, endpoint) {
+            return Ok(live);
         }
+        let gate = lock(&self.connecting)
+            .entry(slug.to_owned())
+            .or_default()
+            .clone();
+        let _connecting = gate.lock().await;
+        // Another caller may have connected while this one waited at the gate.
+        if let Some(live) = self.live(slug, endpoint) {
+            return Ok(live);
+        }
+        let stale = write(&self.connections).remove(slug);
+        if let Some(stale) = stale {
+            close(stale);
+        }
+        let progress = ProgressRoutes::default();
         let handler = Handler {
             slug: slug.to_owned(),
             changes: self.changes.clone(),
+            progress: progress.clone(),
         };
         let service = self.timed(connect(handler, endpoint)).await.map_err(|_| {
             McpError::Connect(format!(
@@ -329,10 +483,16 @@ impl Hub {
         let connection = Arc::new(Connection {
             endpoint: endpoint.clone(),
             service,
+            progress,
         });
-        connections.insert(slug.to_owned(), connection.clone());
+        write(&self.connections).insert(slug.to_owned(), connection.clone());
         Ok(connection)
     }
+}
+
+fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 trait ConnectFailure: std::fmt::Display + std::fmt::Debug {}
