@@ -4,6 +4,8 @@
 use app::apps::ssr::{csp, pins, scripts};
 use app::audit::ssr::writer;
 use app::auth::ssr::context::RequestContext;
+use app::auth::ssr::session::{PERSON_KEY, SessionPerson};
+use app::auth::ssr::users;
 use app::entitlements::policy::{Decision, Refusal, Surface};
 use app::entitlements::ssr::authorize;
 use app::error::AppError;
@@ -434,10 +436,12 @@ async fn call_tool(
         return refused;
     }
     let pool = &state.app.pool;
-    let ctx = match RequestContext::from_session(pool, session).await {
-        Ok(Some(ctx)) => ctx,
-        Ok(None) => return app_error(AppError::Unauthorized),
-        Err(error) => return app_error(error),
+    let person: Option<SessionPerson> = match session.get(PERSON_KEY).await {
+        Ok(person) => person,
+        Err(error) => return app_error(AppError::internal(error)),
+    };
+    let Some(person) = person else {
+        return app_error(AppError::Unauthorized);
     };
     let Ok(call) = serde_json::from_slice::<CallBody>(body) else {
         return refusal(
@@ -447,14 +451,27 @@ async fn call_tool(
     };
     let arguments = call.arguments.unwrap_or_default();
     let argument_digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
-    // Not entitled, or no such slug: the same 403, and nothing recorded under a slug the
-    // person cannot see.
-    // Both at once (two connections): the decision is read for the slug asked, and used only
-    // once the entitlement holds.
-    let (server, decision) = tokio::join!(
-        authorize::entitled_server(pool, &ctx, &slug),
-        authorize::decision(pool, &ctx, &slug, &call.name, surface),
+    // The person, the entitlement and the policy decision at once (three connections): the
+    // decision is read for the slug asked, and used only once the entitlement holds. Not
+    // entitled, or no such slug: the same 403, and nothing recorded under a slug the person
+    // cannot see.
+    let (user, server, decision) = tokio::join!(
+        users::find_user_with_roles(pool, person.user_id),
+        authorize::entitled_server_of(pool, person.user_id, &slug),
+        authorize::decision_for(pool, person.kind, &slug, &call.name, surface),
     );
+    let ctx = match user {
+        Ok(Some((user, roles))) => RequestContext {
+            user,
+            roles,
+            session_kind: person.kind,
+        },
+        Ok(None) => {
+            let _ = session.flush().await;
+            return app_error(AppError::Unauthorized);
+        }
+        Err(error) => return app_error(error.into()),
+    };
     let server = match server {
         Ok(server) => server,
         Err(error) => return app_error(error),

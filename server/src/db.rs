@@ -25,14 +25,22 @@ pub async fn connect_and_migrate(config: &DatabaseConfig) -> anyhow::Result<PgPo
             .map_err(|e| anyhow::anyhow!("cannot create the database at {shown}: {e}"))?;
         tracing::info!(database.url = %shown, "created the database");
     }
-    let pool = PgPoolOptions::new()
-        .max_connections(16)
-        .acquire_timeout(Duration::from_secs(5))
+    let pool = pool_options()
         .connect(url)
         .await
         .map_err(|e| anyhow::anyhow!("cannot connect to {shown}: {e}"))?;
     migrate(&pool).await?;
     Ok(pool)
+}
+
+/// How strad pools its connections. A connection is not pinged before each use (sqlx's
+/// default): that doubled the round trips of every request, and a broken connection fails
+/// its one query and is dropped anyway.
+pub fn pool_options() -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(5))
+        .test_before_acquire(false)
 }
 
 /// Applies pending migrations: strad's own, then the session store's table.

@@ -42,17 +42,18 @@ use crate::startup::ServerState;
 /// Separates a slug from a tool name (slugs are `[a-z0-9-]`, so it cannot occur in one).
 pub const SEPARATOR: &str = "__";
 
-/// Who is calling: the owner of a valid login token.
+/// Who is calling: the owner of a valid login token, as the console would see them (their
+/// session kind is "browser": a login token on /mcp is the surface the token is for; the
+/// surface itself says MCP client).
 #[derive(Clone, Debug)]
 pub struct Caller {
-    pub user_id: Uuid,
-    pub email: String,
     pub token_id: Uuid,
+    pub ctx: app::auth::ssr::context::RequestContext,
 }
 
 impl Caller {
     fn actor(&self) -> Actor {
-        Actor::person(self.user_id, &self.email)
+        Actor::person(self.ctx.user.id, &self.ctx.user.email)
     }
 }
 
@@ -194,15 +195,16 @@ async fn authenticate(
         return unauthorized("Send a login token as `Authorization: Bearer strad_…`.");
     };
     let pool = &state.app.pool;
-    let row = match app::tokens::ssr::store::verify(pool, &token).await {
-        Ok(Some(row)) => row,
-        Ok(None) => return unauthorized("This login token is unknown, expired or revoked."),
-        Err(error) => {
-            tracing::error!(error.message = %error, "could not check a login token");
-            return (StatusCode::SERVICE_UNAVAILABLE, "try again").into_response();
-        }
-    };
-    if !state.mcp_rates.allow(row.id) {
+    let (token_id, user, roles) =
+        match app::tokens::ssr::store::verify_with_owner(pool, &token).await {
+            Ok(Some(owner)) => owner,
+            Ok(None) => return unauthorized("This login token is unknown, expired or revoked."),
+            Err(error) => {
+                tracing::error!(error.message = %error, "could not check a login token");
+                return (StatusCode::SERVICE_UNAVAILABLE, "try again").into_response();
+            }
+        };
+    if !state.mcp_rates.allow(token_id) {
         let mut response = (
             StatusCode::TOO_MANY_REQUESTS,
             axum::Json(json!({"error": "Too many requests for this login token; slow down."})),
@@ -213,19 +215,13 @@ async fn authenticate(
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return response;
     }
-    let email: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
-        .bind(row.user_id)
-        .fetch_optional(pool)
-        .await
-        .ok()
-        .flatten();
-    let Some(email) = email else {
-        return unauthorized("This login token's owner no longer exists.");
-    };
     request.extensions_mut().insert(Caller {
-        user_id: row.user_id,
-        email,
-        token_id: row.id,
+        token_id,
+        ctx: app::auth::ssr::context::RequestContext {
+            user,
+            roles,
+            session_kind: app::auth::ssr::session::SessionKind::Browser,
+        },
     });
     next.run(request).await
 }
@@ -255,11 +251,7 @@ impl Relay {
             .extensions
             .get::<axum::http::request::Parts>()
             .ok_or_else(|| internal("no request parts"))?;
-        let caller = parts
-            .extensions
-            .get::<Caller>()
-            .cloned()
-            .ok_or_else(|| internal("no caller"))?;
+        let caller = caller_of(context)?;
         let asked: Option<Vec<String>> = parts.uri.query().and_then(|q| {
             url::form_urlencoded::parse(q.as_bytes())
                 .find(|(k, _)| k == "servers")
@@ -270,19 +262,13 @@ impl Relay {
                         .collect()
                 })
         });
-        let pool = &self.state.app.pool;
-        let reachable = grants::reachable(pool, &caller.email)
-            .await
-            .map_err(internal)?;
-        let mut servers = Vec::new();
-        for (slug, _) in reachable {
-            if asked.as_ref().is_some_and(|a| !a.contains(&slug)) {
-                continue;
-            }
-            if let Some(row) = registry::get_server(pool, &slug).await.map_err(internal)? {
-                servers.push(row);
-            }
-        }
+        let servers = grants::reachable_servers(
+            &self.state.app.pool,
+            &caller.ctx.user.email,
+            asked.as_deref(),
+        )
+        .await
+        .map_err(internal)?;
         Ok((caller, servers))
     }
 }
@@ -310,7 +296,7 @@ impl ServerHandler for Relay {
     ) -> Result<ListToolsResult, McpError> {
         let (caller, servers) = self.scope(&context).await?;
         let pool = &self.state.app.pool;
-        let ctx = caller_context(pool, &caller).await?;
+        let ctx = &caller.ctx;
         let mut tools = Vec::new();
         for server in servers.iter().filter(|s| s.approves(Capability::Tools)) {
             for item in registry::items(pool, &server.slug)
@@ -321,7 +307,7 @@ impl ServerHandler for Relay {
                     continue;
                 }
                 let decision =
-                    authorize::decision(pool, &ctx, &server.slug, &item.key, Surface::McpClient)
+                    authorize::decision(pool, ctx, &server.slug, &item.key, Surface::McpClient)
                         .await
                         .map_err(internal)?;
                 if decision != Decision::Run {
@@ -349,18 +335,22 @@ impl ServerHandler for Relay {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let (caller, servers) = self.scope(&context).await?;
         let Some((slug, tool)) = split_name(&request.name) else {
             return Err(denied("No such tool: names are <server>__<tool>."));
         };
+        let pool = &self.state.app.pool;
+        let caller = caller_of(&context)?;
+        // Both at once (two connections): the decision is read for the slug named, and used
+        // only once the slug is among the caller's.
+        let (scope, decision) = tokio::join!(
+            self.scope(&context),
+            authorize::decision(pool, &caller.ctx, slug, tool, Surface::McpClient),
+        );
+        let (_, servers) = scope?;
+        let decision = decision.map_err(internal)?;
         let Some(server) = servers.iter().find(|s| s.slug == slug) else {
             return Err(denied("No such tool."));
         };
-        let pool = &self.state.app.pool;
-        let ctx = caller_context(pool, &caller).await?;
-        let decision = authorize::decision(pool, &ctx, slug, tool, Surface::McpClient)
-            .await
-            .map_err(internal)?;
         let arguments = request.arguments.clone().unwrap_or_default();
         let digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
         let audit = |outcome: String, bytes_out: usize| {
@@ -679,23 +669,14 @@ impl Relay {
     }
 }
 
-/// The console's request context for a token's owner (their session kind is "browser": a
-/// login token on /mcp is the surface the token is for; the surface itself says MCP client).
-async fn caller_context(
-    pool: &sqlx::PgPool,
-    caller: &Caller,
-) -> Result<app::auth::ssr::context::RequestContext, McpError> {
-    let Some((user, roles)) = app::auth::ssr::users::find_user_with_roles(pool, caller.user_id)
-        .await
-        .map_err(internal)?
-    else {
-        return Err(denied("This login token's owner no longer exists."));
-    };
-    Ok(app::auth::ssr::context::RequestContext {
-        user,
-        roles,
-        session_kind: app::auth::ssr::session::SessionKind::Browser,
-    })
+/// The caller `authenticate` put on the HTTP request.
+fn caller_of(context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .cloned()
+        .ok_or_else(|| internal("no caller"))
 }
 
 /// Points a tool's app resource at the relayed URI (both metadata keys), or removes it when

@@ -144,7 +144,7 @@ pub async fn spawn_app_with(
             .build()
             .expect("runtime");
         runtime.block_on(async move {
-            let pool = sqlx::postgres::PgPoolOptions::new()
+            let pool = strad_server::db::pool_options()
                 .max_connections(8)
                 .connect_with(connect)
                 .await

@@ -38,6 +38,29 @@ pub async fn entitled_server(
     .ok_or(AppError::Forbidden)
 }
 
+/// The server, when the person `user_id` is entitled to it: `entitled_server` for a caller
+/// whose person is not loaded yet, so both can be read at once.
+pub async fn entitled_server_of(
+    pool: &PgPool,
+    user_id: uuid::Uuid,
+    slug: &str,
+) -> Result<ServerRow, AppError> {
+    sqlx::query_as::<_, ServerRow>(&format!(
+        "SELECT {} FROM servers
+         WHERE slug = $1 AND enabled AND EXISTS (
+            SELECT 1 FROM users u JOIN entitlements e ON e.slug = $1
+            WHERE u.id = $2
+              AND (e.email = lower(u.email)
+                   OR e.domain = coalesce(substring(lower(u.email) FROM '@([^@]*)$'), '')))",
+        registry::SERVER_COLUMNS
+    ))
+    .bind(slug)
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(AppError::Forbidden)
+}
+
 /// The decision for calling `tool` of `slug` from `surface`, after the entitlement check.
 pub async fn tool_call(
     pool: &PgPool,
@@ -56,6 +79,17 @@ pub async fn tool_call(
 pub async fn decision(
     pool: &PgPool,
     ctx: &RequestContext,
+    slug: &str,
+    tool: &str,
+    surface: Surface,
+) -> Result<Decision, AppError> {
+    decision_for(pool, ctx.session_kind, slug, tool, surface).await
+}
+
+/// `decision` for a session of `kind`, before its person is loaded.
+pub async fn decision_for(
+    pool: &PgPool,
+    kind: SessionKind,
     slug: &str,
     tool: &str,
     surface: Surface,
@@ -91,7 +125,7 @@ pub async fn decision(
         .and_then(|v| serde_json::from_value::<ToolInfo>(v).ok())
         .map(|info| facts_of(&info, marked));
     Ok(decide(
-        ctx.session_kind == SessionKind::Token,
+        kind == SessionKind::Token,
         surface,
         &policy,
         tool,
@@ -194,6 +228,22 @@ mod tests {
             .id
     }
 
+    /// Whether `ctx` is entitled to `slug`, asked the three ways strad asks it (by the loaded
+    /// person, by user id before the person is loaded, and as one of `/mcp`'s servers);
+    /// they must agree.
+    async fn entitled(pool: &PgPool, ctx: &RequestContext, slug: &str) -> bool {
+        let loaded = entitled_server(pool, ctx, slug).await.is_ok();
+        let by_id = entitled_server_of(pool, ctx.user.id, slug).await.is_ok();
+        let listed = grants::reachable_servers(pool, &ctx.user.email, None)
+            .await
+            .unwrap()
+            .iter()
+            .any(|s| s.slug == slug);
+        assert_eq!(by_id, loaded, "{}", ctx.user.email);
+        assert_eq!(listed, loaded, "{}", ctx.user.email);
+        loaded
+    }
+
     #[sqlx::test(migrations = "../migrations")]
     async fn a_person_grant_entitles_that_person_only(pool: PgPool) {
         server(&pool, "clock").await;
@@ -206,7 +256,8 @@ mod tests {
             &alice,
         )
         .await;
-        assert!(entitled_server(&pool, &alice, "clock").await.is_ok());
+        assert!(entitled(&pool, &alice, "clock").await);
+        assert!(!entitled(&pool, &bob, "clock").await);
         assert_eq!(
             entitled_server(&pool, &bob, "clock").await.unwrap_err(),
             AppError::Forbidden
@@ -226,11 +277,7 @@ mod tests {
             ("corp.test@other.test", false),
         ] {
             let ctx = person(&pool, email, SessionKind::Browser).await;
-            assert_eq!(
-                entitled_server(&pool, &ctx, "clock").await.is_ok(),
-                ok,
-                "{email}"
-            );
+            assert_eq!(entitled(&pool, &ctx, "clock").await, ok, "{email}");
         }
     }
 
@@ -247,6 +294,7 @@ mod tests {
         .await;
         assert!(entitled_server(&pool, &alice, "clock").await.is_ok());
         grants::revoke(&pool, id).await.unwrap();
+        assert!(!entitled(&pool, &alice, "clock").await);
         assert_eq!(
             entitled_server(&pool, &alice, "clock").await.unwrap_err(),
             AppError::Forbidden

@@ -97,6 +97,34 @@ pub async fn is_entitled(
 }
 
 /// The enabled servers `email` may reach, with display names, by slug.
+/// The enabled servers granted to `email` (or its domain), among `only` when given, in slug
+/// order: one statement.
+pub async fn reachable_servers(
+    db: impl PgExecutor<'_>,
+    email: &str,
+    only: Option<&[String]>,
+) -> Result<Vec<crate::servers::ssr::registry::ServerRow>, sqlx::Error> {
+    let email = email.to_lowercase();
+    let domain = email
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default();
+    sqlx::query_as(&format!(
+        "SELECT {} FROM servers s
+         WHERE s.enabled
+           AND EXISTS (SELECT 1 FROM entitlements e
+                       WHERE e.slug = s.slug AND (e.email = $1 OR e.domain = $2))
+           AND ($3::text[] IS NULL OR s.slug = ANY($3))
+         ORDER BY s.slug",
+        crate::servers::ssr::registry::SERVER_COLUMNS
+    ))
+    .bind(&email)
+    .bind(&domain)
+    .bind(only)
+    .fetch_all(db)
+    .await
+}
+
 pub async fn reachable(
     db: impl PgExecutor<'_>,
     email: &str,
