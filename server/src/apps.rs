@@ -153,12 +153,40 @@ pub async fn frame(
         );
     }
     let pool = &state.app.pool;
-    let ctx = match RequestContext::from_session(pool, &session).await {
-        Ok(Some(ctx)) => ctx,
-        Ok(None) => return frame_error(AppError::Unauthorized),
-        Err(error) => return frame_error(error),
+    let person: Option<SessionPerson> = match session.get(PERSON_KEY).await {
+        Ok(person) => person,
+        Err(error) => return frame_error(AppError::internal(error)),
     };
-    let server = match authorize::entitled_server(pool, &ctx, &slug).await {
+    let Some(person) = person else {
+        return frame_error(AppError::Unauthorized);
+    };
+    // The app session names the resource; it is spent only once everything else holds.
+    let named = state.app.frame_tickets.peek(&ticket, person.user_id, &slug);
+    // The person, the entitlement and the pin's identity (no bytes) at once.
+    let pin_head = async {
+        match &named {
+            Some(uri) => pins::head(pool, person.user_id, &slug, uri).await,
+            None => Ok(None),
+        }
+    };
+    let (user, server, head) = tokio::join!(
+        users::find_user_with_roles(pool, person.user_id),
+        authorize::entitled_server_of(pool, person.user_id, &slug),
+        pin_head,
+    );
+    let ctx = match user {
+        Ok(Some((user, roles))) => RequestContext {
+            user,
+            roles,
+            session_kind: person.kind,
+        },
+        Ok(None) => {
+            let _ = session.flush().await;
+            return frame_error(AppError::Unauthorized);
+        }
+        Err(error) => return frame_error(error.into()),
+    };
+    let server = match server {
         Ok(server) => server,
         Err(error) => return frame_error(error),
     };
@@ -170,15 +198,16 @@ pub async fn frame(
     }
     // The app session: issued by the console for this person, this server and one frame
     // load. The resource it names is the one served, whatever the address says.
-    let Some(uri) = state.app.frame_tickets.redeem(&ticket, ctx.user.id, &slug) else {
+    let spent = state.app.frame_tickets.redeem(&ticket, ctx.user.id, &slug);
+    let Some(uri) = spent.filter(|uri| Some(uri) == named.as_ref()) else {
         tracing::warn!(server.slug = %slug, "a frame load without a valid app session; served an inert document");
         return inert(
             "This app was stopped: it tried to load a second document, or this frame was not opened by the console. Open the app again from the console.",
         );
     };
-    // The pin's identity first (no bytes): a prepared copy of exactly this row version is
-    // served from memory; anything else is read, checked and prepared again.
-    let head = match pins::head(pool, ctx.user.id, &slug, &uri).await {
+    // A prepared copy of exactly this pin row version is served from memory; anything else
+    // is read, checked and prepared again.
+    let head = match head {
         Ok(head) => head,
         Err(error) => return frame_error(error.into()),
     };

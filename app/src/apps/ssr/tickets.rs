@@ -57,6 +57,14 @@ impl FrameTickets {
 
     /// Spends `ticket`: the resource URI it was issued for, when it is unspent, unexpired and
     /// was issued to `user` for `slug`. Any use spends it, right or wrong.
+    /// The resource a live ticket of `user` for `slug` names, without spending it.
+    pub fn peek(&self, ticket: &str, user: Uuid, slug: &str) -> Option<String> {
+        let tickets = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let found = tickets.get(ticket)?;
+        (found.user == user && found.slug == slug && found.issued.elapsed() < TTL)
+            .then(|| found.uri.clone())
+    }
+
     pub fn redeem(&self, ticket: &str, user: Uuid, slug: &str) -> Option<String> {
         let found = self
             .0
@@ -78,6 +86,13 @@ mod tests {
         let (alice, bob) = (Uuid::new_v4(), Uuid::new_v4());
         let t = tickets.issue(alice, "clock", "ui://clock/app.html");
         assert_eq!(t.len(), 32);
+        assert_eq!(tickets.peek(&t, bob, "clock"), None);
+        assert_eq!(tickets.peek(&t, alice, "other"), None);
+        assert_eq!(
+            tickets.peek(&t, alice, "clock").as_deref(),
+            Some("ui://clock/app.html"),
+            "peeking spends nothing"
+        );
         assert_eq!(
             tickets.redeem(&t, alice, "clock").as_deref(),
             Some("ui://clock/app.html")
