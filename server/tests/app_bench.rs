@@ -2,9 +2,10 @@
 //! app's tool call, and how fast the frame route serves a 300 KiB app beside nginx.
 //!
 //! - Tool calls: `get-time` of the real `server-basic-vanillajs` example server, called
-//!   directly with strad's own MCP client and through `POST /apps/<slug>/tools/call` (session,
-//!   entitlement, policy, audit row, the same client); 1 and 32 concurrent callers.
-//!   The same call through `/mcp` by an rmcp client with a login token (issue 8).
+//!   directly by MCP clients (rmcp's, one session per caller), through
+//!   `POST /apps/<slug>/tools/call` (session, entitlement, policy, audit row, strad's client
+//!   upstream), and through `/mcp` by the same MCP clients with a login token (token, scope,
+//!   policy, audit row); 1 and 32 concurrent callers.
 //! - Frame route: `GET /apps/<slug>/frame` (session, entitlement, pin, CSP) for a 300 KiB
 //!   app with three inline scripts, and nginx (Debian's package, started here on a loopback
 //!   port) serving the very bytes strad served, with the same load generator.
@@ -19,7 +20,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use app::servers::ssr::client::{Endpoint, Hub, HubSettings};
 use serde_json::json;
 use sqlx::PgPool;
 use support::mcp::{ExampleServer, TestServer, free_port};
@@ -108,23 +108,11 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     ] {
         assert_eq!(server_fn(&app, &admin, name, &form).await.status(), 200);
     }
-    let (changes, _keep) = tokio::sync::mpsc::unbounded_channel();
-    let hub = Arc::new(Hub::new(HubSettings::default(), changes));
-    let endpoint = Endpoint::Http {
-        url: upstream.url.clone(),
-    };
-    let direct = {
-        let (hub, endpoint) = (hub.clone(), endpoint.clone());
-        move || {
-            let (hub, endpoint) = (hub.clone(), endpoint.clone());
-            async move {
-                hub.call_tool("clock", &endpoint, "get-time", Default::default())
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }
-        }
-    };
+    // Direct: MCP clients (rmcp's, the client strad itself uses upstream) talking to the
+    // upstream server; through /mcp: the same clients talking to strad with a login token.
+    // Each side has one session per concurrent caller.
+    let upstream_clients = Arc::new(mcp_sessions(&upstream.url, None, 32).await);
+    let direct = round_robin(upstream_clients, "get-time");
     let through = {
         let (client, url, origin) = (
             admin.clone(),
@@ -149,7 +137,6 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             }
         }
     };
-    // The same call through /mcp, by an MCP client holding a login token.
     let minted: serde_json::Value = server_fn(
         &app,
         &admin,
@@ -160,34 +147,20 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     .json()
     .await
     .unwrap();
-    let relay = {
-        use rmcp::ServiceExt;
-        let config =
-            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-                app.url("/mcp?servers=clock"),
-            )
-            .auth_header(minted["secret"].as_str().unwrap());
-        let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-        Arc::new(().serve(transport).await.expect("initialize /mcp"))
-    };
-    let via_mcp = {
-        let relay = relay.clone();
-        move || {
-            let relay = relay.clone();
-            async move {
-                relay
-                    .call_tool(rmcp::model::CallToolRequestParams::new("clock__get-time"))
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }
-        }
-    };
+    let relay_clients = Arc::new(
+        mcp_sessions(
+            &app.url("/mcp?servers=clock"),
+            minted["secret"].as_str(),
+            32,
+        )
+        .await,
+    );
+    let via_mcp = round_robin(relay_clients, "clock__get-time");
     // Warm every path: connections, prepared statements, the JIT of the upstream.
     measure(300, 4, direct.clone()).await;
     measure(300, 4, through.clone()).await;
     measure(300, 4, via_mcp.clone()).await;
-    println!("\napp tool call (get-time of server-basic-vanillajs), {CALLS} calls each");
+    println!("\ntool call (get-time of server-basic-vanillajs), {CALLS} calls each");
     println!("| callers | path | calls/s | p50 | p99 |");
     println!("|---|---|---|---|---|");
     for concurrency in [1, 32] {
@@ -195,35 +168,25 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         let t = measure(CALLS, concurrency, through.clone()).await;
         let m = measure(CALLS, concurrency, via_mcp.clone()).await;
         println!(
-            "| {concurrency} | direct | {:.0} | {} | {} |",
+            "| {concurrency} | direct (MCP client → upstream) | {:.0} | {} | {} |",
             d.requests_per_second,
             ms(d.p50),
             ms(d.p99)
         );
-        println!(
-            "| {concurrency} | through strad | {:.0} | {} | {} |",
-            t.requests_per_second,
-            ms(t.p50),
-            ms(t.p99)
-        );
-        println!(
-            "| {concurrency} | added by the app route | {:.0}% of direct | +{} | +{} |",
-            100.0 * t.requests_per_second / d.requests_per_second,
-            ms(t.p50.saturating_sub(d.p50)),
-            ms(t.p99.saturating_sub(d.p99))
-        );
-        println!(
-            "| {concurrency} | through /mcp | {:.0} | {} | {} |",
-            m.requests_per_second,
-            ms(m.p50),
-            ms(m.p99)
-        );
-        println!(
-            "| {concurrency} | added by /mcp | {:.0}% of direct | +{} | +{} |",
-            100.0 * m.requests_per_second / d.requests_per_second,
-            ms(m.p50.saturating_sub(d.p50)),
-            ms(m.p99.saturating_sub(d.p99))
-        );
+        for (path, f) in [
+            ("app route (`POST /apps/<slug>/tools/call`)", &t),
+            ("`/mcp` (MCP client → strad → upstream)", &m),
+        ] {
+            println!(
+                "| {concurrency} | {path} | {:.0} ({:.0}% of direct) | {} (+{}) | {} (+{}) |",
+                f.requests_per_second,
+                100.0 * f.requests_per_second / d.requests_per_second,
+                ms(f.p50),
+                ms(f.p50.saturating_sub(d.p50)),
+                ms(f.p99),
+                ms(f.p99.saturating_sub(d.p99))
+            );
+        }
     }
 
     // The frame route.
@@ -338,6 +301,47 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             "| {concurrency} | strad / nginx | {:.0}% | | |",
             100.0 * s.requests_per_second / n.requests_per_second
         );
+    }
+}
+
+type McpSession = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+/// `count` MCP sessions to `url`, with a Bearer token when given.
+async fn mcp_sessions(url: &str, token: Option<&str>, count: usize) -> Vec<McpSession> {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut sessions = Vec::new();
+    for _ in 0..count {
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+        if let Some(token) = token {
+            config = config.auth_header(token);
+        }
+        let transport = StreamableHttpClientTransport::from_config(config);
+        sessions.push(().serve(transport).await.expect("initialize"));
+    }
+    sessions
+}
+
+/// A request that calls `tool` on the next session in turn.
+fn round_robin(
+    sessions: Arc<Vec<McpSession>>,
+    tool: &'static str,
+) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
++ Clone
++ Send
++ 'static {
+    let next = Arc::new(AtomicUsize::new(0));
+    move || {
+        let (sessions, next) = (sessions.clone(), next.clone());
+        Box::pin(async move {
+            let session = &sessions[next.fetch_add(1, Ordering::Relaxed) % sessions.len()];
+            session
+                .call_tool(rmcp::model::CallToolRequestParams::new(tool))
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
     }
 }
 
