@@ -4,7 +4,7 @@
 use app::apps::ssr::{csp, pins, scripts};
 use app::audit::ssr::writer;
 use app::auth::ssr::context::RequestContext;
-use app::auth::ssr::session::{PERSON_KEY, SessionPerson};
+use app::auth::ssr::session::signed_in_person;
 use app::auth::ssr::users;
 use app::entitlements::policy::{Decision, Refusal, Surface};
 use app::entitlements::ssr::authorize;
@@ -153,7 +153,7 @@ pub async fn frame(
         );
     }
     let pool = &state.app.pool;
-    let person: Option<SessionPerson> = match session.get(PERSON_KEY).await {
+    let person = match signed_in_person(&session).await {
         Ok(person) => person,
         Err(error) => return frame_error(AppError::internal(error)),
     };
@@ -465,7 +465,7 @@ async fn call_tool(
         return refused;
     }
     let pool = &state.app.pool;
-    let person: Option<SessionPerson> = match session.get(PERSON_KEY).await {
+    let person = match signed_in_person(session).await {
         Ok(person) => person,
         Err(error) => return app_error(AppError::internal(error)),
     };

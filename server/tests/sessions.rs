@@ -180,3 +180,62 @@ async fn a_revoked_role_takes_effect_on_the_next_request(pool: PgPool) {
         .unwrap();
     assert_eq!(app.get("/people").await.status(), 403);
 }
+
+/// The expiry of the (one) session row.
+async fn stored_expiry(pool: &PgPool) -> time::OffsetDateTime {
+    sqlx::query_scalar("SELECT max(expiry_date) FROM tower_sessions.session")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Makes every stored session look last extended two minutes ago.
+async fn age_the_last_touch(pool: &PgPool) {
+    let rows: Vec<(String, Vec<u8>)> =
+        sqlx::query_as("SELECT id, data FROM tower_sessions.session")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let long_ago = time::OffsetDateTime::now_utc().unix_timestamp() - 120;
+    for (id, data) in rows {
+        let mut record: tower_sessions::session::Record = rmp_serde::from_slice(&data).unwrap();
+        record
+            .data
+            .insert("strad.touched".into(), serde_json::json!(long_ago));
+        sqlx::query("UPDATE tower_sessions.session SET data = $1 WHERE id = $2")
+            .bind(rmp_serde::to_vec(&record).unwrap())
+            .bind(id)
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+}
+
+#[sqlx::test(migrations = false)]
+async fn activity_keeps_a_session_alive_with_at_most_one_write_a_minute(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    sign_in_locally(&app, &app.client).await;
+    // Near its end, as after a long pause.
+    sqlx::query("UPDATE tower_sessions.session SET expiry_date = now() + interval '30 seconds'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let near = stored_expiry(&app.pool).await;
+    // Within a minute of the last extension a request writes nothing.
+    assert!(is_signed_in(&app, &app.client).await);
+    assert_eq!(stored_expiry(&app.pool).await, near);
+    // Later, the next request pushes the expiry back by the whole idle time.
+    age_the_last_touch(&app.pool).await;
+    assert!(is_signed_in(&app, &app.client).await);
+    let extended = stored_expiry(&app.pool).await;
+    assert!(
+        extended > near + time::Duration::minutes(5),
+        "{near} → {extended}"
+    );
+    assert!(is_signed_in(&app, &app.client).await);
+    assert_eq!(
+        stored_expiry(&app.pool).await,
+        extended,
+        "and then not again at once"
+    );
+}

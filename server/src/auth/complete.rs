@@ -2,7 +2,7 @@
 
 use app::audit::ssr::writer::{self, Actor};
 use app::auth::Role;
-use app::auth::ssr::session::{PERSON_KEY, SessionKind, SessionPerson};
+use app::auth::ssr::session::{PERSON_KEY, SessionKind, SessionPerson, TOUCHED_KEY};
 use app::auth::ssr::users::{self, UserRow, VerifiedIdentity};
 use serde_json::json;
 use sqlx::PgPool;
@@ -69,5 +69,11 @@ pub async fn start_session(
     session.cycle_id().await?;
     session
         .insert(PERSON_KEY, SessionPerson { user_id, kind })
+        .await?;
+    session
+        .insert(
+            TOUCHED_KEY,
+            time::OffsetDateTime::now_utc().unix_timestamp(),
+        )
         .await
 }

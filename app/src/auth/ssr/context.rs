@@ -4,7 +4,7 @@
 use sqlx::PgPool;
 use tower_sessions::Session;
 
-use super::session::{PERSON_KEY, SessionKind, SessionPerson};
+use super::session::{SessionKind, signed_in_person};
 use super::users::{self, UserRow};
 use crate::auth::{Me, Role};
 use crate::error::{AppError, Responder};
@@ -21,8 +21,9 @@ impl RequestContext {
     /// Loads the signed-in person from a session. A session naming a user that no longer
     /// exists is treated as anonymous (and cleared).
     pub async fn from_session(pool: &PgPool, session: &Session) -> Result<Option<Self>, AppError> {
-        let person: Option<SessionPerson> =
-            session.get(PERSON_KEY).await.map_err(AppError::internal)?;
+        let person = signed_in_person(session)
+            .await
+            .map_err(AppError::internal)?;
         let Some(person) = person else {
             return Ok(None);
         };
