@@ -4,7 +4,7 @@
 use app::apps::ssr::{csp, pins, scripts};
 use app::audit::ssr::writer;
 use app::auth::ssr::context::RequestContext;
-use app::auth::ssr::session::signed_in_person;
+use app::auth::ssr::session::{SessionPerson, signed_in_person};
 use app::auth::ssr::users;
 use app::entitlements::policy::{Decision, Refusal, Surface};
 use app::entitlements::ssr::authorize;
@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tower_sessions::Session;
 
 use crate::auth::sign_out::is_same_origin;
+use crate::prefetch;
 use crate::startup::ServerState;
 
 /// Largest tool-call body accepted from a page (SPEC §6 bridge byte limit).
@@ -153,27 +154,32 @@ pub async fn frame(
         );
     }
     let pool = &state.app.pool;
-    let person = match signed_in_person(&session).await {
-        Ok(person) => person,
-        Err(error) => return frame_error(AppError::internal(error)),
+    // The person, the entitlement and the pin's identity (no bytes) at once, and with the
+    // session itself when whose it is can be guessed. The app session (ticket) names the
+    // resource; it is spent only once everything else holds.
+    let (tickets, slug_ref, ticket_ref) =
+        (&state.app.frame_tickets, slug.as_str(), ticket.as_str());
+    let read = |person: SessionPerson| async move {
+        let named = tickets.peek(ticket_ref, person.user_id, slug_ref);
+        let pin_head = async {
+            match &named {
+                Some(uri) => pins::head(pool, person.user_id, slug_ref, uri).await,
+                None => Ok(None),
+            }
+        };
+        let (user, server, head) = tokio::join!(
+            users::find_user_with_roles(pool, person.user_id),
+            authorize::entitled_server_of(pool, person.user_id, slug_ref),
+            pin_head,
+        );
+        (named, user, server, head)
     };
-    let Some(person) = person else {
-        return frame_error(AppError::Unauthorized);
-    };
-    // The app session names the resource; it is spent only once everything else holds.
-    let named = state.app.frame_tickets.peek(&ticket, person.user_id, &slug);
-    // The person, the entitlement and the pin's identity (no bytes) at once.
-    let pin_head = async {
-        match &named {
-            Some(uri) => pins::head(pool, person.user_id, &slug, uri).await,
-            None => Ok(None),
-        }
-    };
-    let (user, server, head) = tokio::join!(
-        users::find_user_with_roles(pool, person.user_id),
-        authorize::entitled_server_of(pool, person.user_id, &slug),
-        pin_head,
-    );
+    let (person, (named, user, server, head)) =
+        match prefetch::with_person(&state.hints, &session, read).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return frame_error(AppError::Unauthorized),
+            Err(error) => return frame_error(AppError::internal(error)),
+        };
     let ctx = match user {
         Ok(Some((user, roles))) => RequestContext {
             user,
@@ -465,30 +471,37 @@ async fn call_tool(
         return refused;
     }
     let pool = &state.app.pool;
-    let person = match signed_in_person(session).await {
-        Ok(person) => person,
-        Err(error) => return app_error(AppError::internal(error)),
-    };
-    let Some(person) = person else {
-        return app_error(AppError::Unauthorized);
-    };
     let Ok(call) = serde_json::from_slice::<CallBody>(body) else {
-        return refusal(
-            StatusCode::BAD_REQUEST,
-            "The body must be {\"name\": string, \"arguments\": object}.",
-        );
+        // Someone not signed in hears 401 whatever they sent.
+        return match signed_in_person(session).await {
+            Ok(Some(_)) => refusal(
+                StatusCode::BAD_REQUEST,
+                "The body must be {\"name\": string, \"arguments\": object}.",
+            ),
+            Ok(None) => app_error(AppError::Unauthorized),
+            Err(error) => app_error(AppError::internal(error)),
+        };
     };
     let arguments = call.arguments.unwrap_or_default();
     let argument_digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
-    // The person, the entitlement and the policy decision at once (three connections): the
-    // decision is read for the slug asked, and used only once the entitlement holds. Not
-    // entitled, or no such slug: the same 403, and nothing recorded under a slug the person
-    // cannot see.
-    let (user, server, decision) = tokio::join!(
-        users::find_user_with_roles(pool, person.user_id),
-        authorize::entitled_server_of(pool, person.user_id, &slug),
-        authorize::decision_for(pool, person.kind, &slug, &call.name, surface),
-    );
+    // The person, the entitlement and the policy decision at once (three connections), and
+    // with the session itself when whose it is can be guessed: the decision is read for the
+    // slug asked, and used only once the entitlement holds. Not entitled, or no such slug:
+    // the same 403, and nothing recorded under a slug the person cannot see.
+    let (slug_ref, tool) = (slug.as_str(), call.name.as_str());
+    let read = |person: SessionPerson| async move {
+        tokio::join!(
+            users::find_user_with_roles(pool, person.user_id),
+            authorize::entitled_server_of(pool, person.user_id, slug_ref),
+            authorize::decision_for(pool, person.kind, slug_ref, tool, surface),
+        )
+    };
+    let (person, (user, server, decision)) =
+        match prefetch::with_person(&state.hints, session, read).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return app_error(AppError::Unauthorized),
+            Err(error) => return app_error(AppError::internal(error)),
+        };
     let ctx = match user {
         Ok(Some((user, roles))) => RequestContext {
             user,

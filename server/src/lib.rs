@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod health;
+pub mod prefetch;
 pub mod relay;
 pub mod security_headers;
 pub mod servers;

@@ -40,6 +40,8 @@ pub struct ServerState {
     pub frames: Arc<crate::apps::FrameCache>,
     /// Each login token's request budget on `/mcp`.
     pub mcp_rates: Arc<crate::relay::RateLimits>,
+    /// Whose each recent session was, to read ahead on busy routes.
+    pub hints: Arc<crate::prefetch::SessionHints>,
 }
 
 impl FromRef<ServerState> for LeptosOptions {
@@ -135,6 +137,7 @@ impl Application {
             oidc,
             local,
             frames: Arc::default(),
+            hints: Arc::default(),
             mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
         };
         let router = router(state.clone(), pool);
