@@ -116,6 +116,27 @@ fn inert(message: &str) -> Response {
     stopped(StatusCode::CONFLICT, message)
 }
 
+/// The request context of the session's person from their row as just read; a person who
+/// no longer exists is signed out (their session cleared).
+async fn person_context(
+    session: &Session,
+    person: SessionPerson,
+    user: Result<Option<(users::UserRow, Vec<app::auth::Role>)>, sqlx::Error>,
+) -> Result<RequestContext, AppError> {
+    match user {
+        Ok(Some((user, roles))) => Ok(RequestContext {
+            user,
+            roles,
+            session_kind: person.kind,
+        }),
+        Ok(None) => {
+            let _ = session.flush().await;
+            Err(AppError::Unauthorized)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// A refusal of the frame route, as a page the frame can show.
 fn frame_error(error: AppError) -> Response {
     let status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -180,17 +201,9 @@ pub async fn frame(
             Ok(None) => return frame_error(AppError::Unauthorized),
             Err(error) => return frame_error(AppError::internal(error)),
         };
-    let ctx = match user {
-        Ok(Some((user, roles))) => RequestContext {
-            user,
-            roles,
-            session_kind: person.kind,
-        },
-        Ok(None) => {
-            let _ = session.flush().await;
-            return frame_error(AppError::Unauthorized);
-        }
-        Err(error) => return frame_error(error.into()),
+    let ctx = match person_context(&session, person, user).await {
+        Ok(ctx) => ctx,
+        Err(error) => return frame_error(error),
     };
     let server = match server {
         Ok(server) => server,
@@ -502,17 +515,9 @@ async fn call_tool(
             Ok(None) => return app_error(AppError::Unauthorized),
             Err(error) => return app_error(AppError::internal(error)),
         };
-    let ctx = match user {
-        Ok(Some((user, roles))) => RequestContext {
-            user,
-            roles,
-            session_kind: person.kind,
-        },
-        Ok(None) => {
-            let _ = session.flush().await;
-            return app_error(AppError::Unauthorized);
-        }
-        Err(error) => return app_error(error.into()),
+    let ctx = match person_context(session, person, user).await {
+        Ok(ctx) => ctx,
+        Err(error) => return app_error(error),
     };
     let server = match server {
         Ok(server) => server,

@@ -98,6 +98,23 @@ pub fn original_resource_uri(uri: &str) -> Option<(&str, &str)> {
 
 const RESOURCE_SCHEME: &str = "strad://";
 
+/// A server's own resources or templates (`field` holds their URI) as the client sees them,
+/// under `strad://<slug>/`; app (`ui://`) ones are left out.
+fn relay_plain<'a>(
+    slug: &'a str,
+    listed: Vec<Value>,
+    field: &'a str,
+) -> impl Iterator<Item = Value> + 'a {
+    listed.into_iter().filter_map(move |mut entry| {
+        let uri = entry.get(field)?.as_str()?;
+        if uri.starts_with("ui://") {
+            return None;
+        }
+        entry[field] = Value::String(relayed_resource_uri(slug, uri));
+        Some(entry)
+    })
+}
+
 /// A per-token token bucket: `rate` requests a second on average, bursts of twice that.
 pub struct RateLimits {
     rate: f64,
@@ -501,18 +518,10 @@ impl ServerHandler for Relay {
             let Ok(listed) = hub.list_resources(&server.slug, &endpoint).await else {
                 continue;
             };
-            for mut entry in listed {
-                let Some(uri) = entry.get("uri").and_then(Value::as_str) else {
-                    continue;
-                };
-                if uri.starts_with("ui://") {
-                    continue;
-                }
-                entry["uri"] = Value::String(relayed_resource_uri(&server.slug, uri));
-                if let Ok(resource) = serde_json::from_value(entry) {
-                    resources.push(resource);
-                }
-            }
+            resources.extend(
+                relay_plain(&server.slug, listed, "uri")
+                    .filter_map(|entry| serde_json::from_value(entry).ok()),
+            );
         }
         // App resources: those discovery validated, from servers approved for apps.
         for server in servers.iter().filter(|s| s.approves(Capability::Apps)) {
@@ -554,18 +563,10 @@ impl ServerHandler for Relay {
             let Ok(listed) = hub.list_resource_templates(&server.slug, &endpoint).await else {
                 continue;
             };
-            for mut entry in listed {
-                let Some(template) = entry.get("uriTemplate").and_then(Value::as_str) else {
-                    continue;
-                };
-                if template.starts_with("ui://") {
-                    continue;
-                }
-                entry["uriTemplate"] = Value::String(relayed_resource_uri(&server.slug, template));
-                if let Ok(template) = serde_json::from_value(entry) {
-                    templates.push(template);
-                }
-            }
+            templates.extend(
+                relay_plain(&server.slug, listed, "uriTemplate")
+                    .filter_map(|entry| serde_json::from_value(entry).ok()),
+            );
         }
         Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
