@@ -78,3 +78,24 @@ test('keyboard: the first Tab stop is a visible skip link', async ({ page, strad
   await expect(skip).toBeFocused();
   await expect(skip).toBeVisible();
 });
+
+test('the console runs only its own scripts: an injected inline script is refused by its CSP', async ({ page, strad }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'needs the hydrated console');
+  const violations = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+  });
+  await page.goto(await strad.nextLink());
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  // What an HTML injection would add: an inline script, and one with a guessed nonce.
+  await page.evaluate(() => {
+    for (const nonce of [null, 'guessed']) {
+      const script = document.createElement('script');
+      if (nonce) script.setAttribute('nonce', nonce);
+      script.textContent = 'window.__injected = (window.__injected ?? 0) + 1;';
+      document.body.append(script);
+    }
+  });
+  await expect.poll(() => violations.length).toBeGreaterThanOrEqual(2);
+  expect(await page.evaluate(() => window.__injected)).toBeUndefined();
+});

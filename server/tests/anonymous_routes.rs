@@ -214,3 +214,41 @@ async fn the_server_stops_gracefully(pool: PgPool) {
     assert_eq!(app.get("/healthz").await.status(), 200);
     app.shut_down().await.expect("a clean stop");
 }
+
+/// The console's pages run only their own scripts: the policy names this response's nonce,
+/// every script element carries it, and each response has a nonce of its own.
+#[sqlx::test(migrations = false)]
+async fn console_pages_allow_only_scripts_with_their_own_nonce(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let mut nonces = Vec::new();
+    for _ in 0..2 {
+        let response = app.get("/sign-in").await;
+        assert_eq!(response.status(), 200);
+        let csp = response.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let page = response.text().await.unwrap();
+        let nonce = csp
+            .split("'nonce-")
+            .nth(1)
+            .and_then(|rest| rest.split('\'').next())
+            .expect("a nonce in the policy")
+            .to_owned();
+        assert!(csp.starts_with("script-src 'self' 'nonce-"), "{csp}");
+        assert!(
+            csp.contains(&format!("frame-src {}/apps/;", app.base)),
+            "console pages frame app frames only: {csp}"
+        );
+        assert!(!csp.contains("unsafe-inline"), "{csp}");
+        let scripts = page.matches("<script").count();
+        assert!(scripts > 0, "the hydration script is there");
+        assert_eq!(
+            page.matches(&format!("nonce=\"{nonce}\"")).count(),
+            scripts,
+            "every script carries the nonce: {page}"
+        );
+        nonces.push(nonce);
+    }
+    assert_ne!(nonces[0], nonces[1], "a nonce is used once");
+}

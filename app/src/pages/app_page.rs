@@ -39,21 +39,9 @@ fn AppHost() -> impl IntoView {
     }
 }
 
-/// The host page's own CSP: nothing frames it, and its frame may load one path only.
-fn set_host_policy(_slug: &str) {
-    #[cfg(feature = "ssr")]
-    if let (Some(options), Ok(state)) = (
-        use_context::<leptos_axum::ResponseOptions>(),
-        crate::state::AppState::from_context(),
-    ) {
-        let policy = format!(
-            "frame-ancestors 'none'; frame-src {}/apps/{_slug}/frame/; object-src 'none'; base-uri 'self'; form-action 'self'",
-            state.public_origin
-        );
-        if let Ok(value) = http::HeaderValue::from_str(&policy) {
-            options.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
-        }
-    }
+/// The host page's own CSP: the console's, and its frame may load one path only.
+fn set_host_policy(slug: &str) {
+    crate::shell::policy::set_console_policy(Some(format!("/apps/{slug}/frame/")));
 }
 
 #[component]

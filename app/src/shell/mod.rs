@@ -2,6 +2,7 @@
 
 mod action_error;
 mod console_bar;
+pub mod policy;
 pub mod protected;
 mod theme;
 
@@ -29,6 +30,7 @@ use crate::pages::{
 /// first paint is already in the right colours, without an inline script.
 pub fn shell(options: leptos::config::LeptosOptions) -> impl IntoView {
     let theme = Theme::from_request().map(Theme::as_str);
+    policy::set_console_policy(None);
     view! {
         <!DOCTYPE html>
         <html lang="en" data-theme=theme>
