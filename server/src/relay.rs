@@ -167,6 +167,7 @@ pub fn routes(state: ServerState) -> Router<ServerState> {
         move || {
             Ok(Relay {
                 state: relay_state.clone(),
+                hub: Arc::new(relay_state.app.hub.sibling()),
             })
         },
         Arc::new(LocalSessionManager::default()),
@@ -246,6 +247,10 @@ async fn authenticate(
 #[derive(Clone)]
 struct Relay {
     state: ServerState,
+    /// This client session's own upstream sessions (one per server, opened on first use,
+    /// closed with it): what one person's client does to a server's session state never
+    /// meets another's, nor the console's.
+    hub: Arc<app::servers::ssr::client::Hub>,
 }
 
 fn denied(message: &str) -> McpError {
@@ -389,7 +394,7 @@ impl ServerHandler for Relay {
         // upstream call, which tells the server it is cancelled.
         let caller_token = context.meta.get_progress_token();
         let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
-        let call = self.state.app.hub.call_tool_reporting(
+        let call = self.hub.call_tool_reporting(
             slug,
             &endpoint,
             tool,
@@ -447,13 +452,7 @@ impl ServerHandler for Relay {
                 continue;
             };
             // One server failing leaves the others' prompts listed.
-            let Ok(listed) = self
-                .state
-                .app
-                .hub
-                .list_prompts(&server.slug, &endpoint)
-                .await
-            else {
+            let Ok(listed) = self.hub.list_prompts(&server.slug, &endpoint).await else {
                 continue;
             };
             for mut prompt in listed {
@@ -488,8 +487,6 @@ impl ServerHandler for Relay {
             return Err(internal("no endpoint"));
         };
         let value = self
-            .state
-            .app
             .hub
             .get_prompt(slug, &endpoint, name, request.arguments.clone())
             .await
@@ -507,7 +504,7 @@ impl ServerHandler for Relay {
     ) -> Result<ListResourcesResult, McpError> {
         let (_caller, servers) = self.scope(&context).await?;
         let pool = &self.state.app.pool;
-        let hub = &self.state.app.hub;
+        let hub = &self.hub;
         let mut resources = Vec::new();
         // A server approved for resources: its own (not ui://) resources, live, under
         // strad://. One server failing leaves the others' listed.
@@ -554,7 +551,7 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let (_caller, servers) = self.scope(&context).await?;
-        let hub = &self.state.app.hub;
+        let hub = &self.hub;
         let mut templates = Vec::new();
         for server in servers.iter().filter(|s| s.approves(Capability::Resources)) {
             let Some(endpoint) = server.endpoint() else {
@@ -594,7 +591,7 @@ impl ServerHandler for Relay {
         let Some(endpoint) = server.endpoint() else {
             return Err(internal("no endpoint"));
         };
-        let hub = &self.state.app.hub;
+        let hub = &self.hub;
         let read = hub
             .read_resource(slug, &endpoint, &inner)
             .await
@@ -644,8 +641,6 @@ impl Relay {
             return Err(internal("no endpoint"));
         };
         let mut read = self
-            .state
-            .app
             .hub
             .read_resource(slug, &endpoint, inner)
             .await

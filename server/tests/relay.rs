@@ -563,3 +563,54 @@ async fn next<T>(progress: &mut tokio::sync::mpsc::UnboundedReceiver<T>) -> T {
         .expect("a progress notification within 10 s")
         .expect("the client is running")
 }
+
+/// The upstream sessions the test server has open.
+async fn upstream_sessions(server: &TestServer) -> Vec<String> {
+    server.state().await.unwrap()["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[sqlx::test(migrations = false)]
+async fn each_client_session_has_its_own_upstream_session_closed_with_it(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    register_server(&app, &admin, "widgets", &server.url, true).await;
+    grant(&app, &admin, "widgets").await;
+    let (token, _) = mint(&app, &admin).await;
+    // The console's own session (discovery) is there from registration.
+    let console = upstream_sessions(&server).await;
+    assert_eq!(console.len(), 1, "{console:?}");
+
+    let first = client(&app.url("/mcp"), &token).await.unwrap();
+    let second = client(&app.url("/mcp"), &token).await.unwrap();
+    for mcp in [&first, &second] {
+        mcp.call_tool(CallToolRequestParams::new("widgets__show-widget"))
+            .await
+            .unwrap();
+    }
+    let open = upstream_sessions(&server).await;
+    assert_eq!(open.len(), 3, "one each, besides the console's: {open:?}");
+
+    // A client that ends its session ends its upstream one, and only that.
+    let _ = first.cancel().await;
+    let remaining = eventually(
+        10,
+        "the first client's upstream session to close",
+        || async {
+            let now = upstream_sessions(&server).await;
+            (now.len() == 2).then_some(now)
+        },
+    )
+    .await;
+    assert!(remaining.contains(&console[0]), "{remaining:?}");
+    second
+        .call_tool(CallToolRequestParams::new("widgets__show-widget"))
+        .await
+        .expect("the other client goes on");
+    let _ = second.cancel().await;
+}

@@ -184,6 +184,13 @@ impl Hub {
         }
     }
 
+    /// A hub with the same settings and connections of its own (one `/mcp` client
+    /// session's upstream sessions, closed when it is dropped); list changes its servers
+    /// announce still reach discovery.
+    pub fn sibling(&self) -> Hub {
+        Hub::new(self.settings.clone(), self.changes.clone())
+    }
+
     pub fn settings(&self) -> &HubSettings {
         &self.settings
     }
