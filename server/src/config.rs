@@ -25,6 +25,8 @@ pub struct Config {
     pub discovery: DiscoveryConfig,
     /// Requests a login token may make on `/mcp` per second (bursts of twice that).
     pub mcp_rate_per_second: u32,
+    /// Client sessions a login token may open on `/mcp` per minute (bursts of as many).
+    pub mcp_sessions_per_minute: u32,
     /// Servers declared in the file (the only place a stdio server can come from).
     pub servers: Vec<DeclaredServer>,
 }
@@ -190,6 +192,7 @@ const S_TIMEOUT: &str = "STRAD_MCP_TIMEOUT_SECONDS (discovery.request_timeout_se
 const S_LIMIT: &str = "STRAD_RESOURCE_LIMIT_BYTES (discovery.resource_limit_bytes)";
 const S_SERVERS: &str = "servers (strad.toml [[servers]])";
 const S_MCP_RATE: &str = "STRAD_MCP_RATE_PER_SECOND (mcp.rate_per_second)";
+const S_MCP_SESSIONS: &str = "STRAD_MCP_SESSIONS_PER_MINUTE (mcp.sessions_per_minute)";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
 /// silently fall back to a default.
@@ -216,6 +219,7 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct FileMcp {
     rate_per_second: Option<u64>,
+    sessions_per_minute: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -534,6 +538,15 @@ impl Config {
         if !(1..=100_000).contains(&mcp_rate) {
             return Err(bad(S_MCP_RATE, "must be between 1 and 100000"));
         }
+        let mcp_sessions = number(
+            "STRAD_MCP_SESSIONS_PER_MINUTE",
+            S_MCP_SESSIONS,
+            file.mcp.sessions_per_minute,
+        )?
+        .unwrap_or(10);
+        if !(1..=100_000).contains(&mcp_sessions) {
+            return Err(bad(S_MCP_SESSIONS, "must be between 1 and 100000"));
+        }
         let discovery = DiscoveryConfig {
             interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
             request_timeout: std::time::Duration::from_secs(timeout),
@@ -556,6 +569,7 @@ impl Config {
         Ok(Config {
             discovery,
             mcp_rate_per_second: mcp_rate as u32,
+            mcp_sessions_per_minute: mcp_sessions as u32,
             servers,
             http: HttpConfig { bind, public_url },
             database: DatabaseConfig {

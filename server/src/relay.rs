@@ -115,22 +115,36 @@ fn relay_plain<'a>(
     })
 }
 
-/// A per-token token bucket: `rate` requests a second on average, bursts of twice that.
+/// A per-token token bucket: `rate` a second on average, bursts of `burst`.
 pub struct RateLimits {
     rate: f64,
+    burst: f64,
     buckets: Mutex<HashMap<Uuid, (f64, Instant)>>,
 }
 
 impl RateLimits {
+    /// `rate` requests a second, bursts of twice that.
     pub fn new(rate: u32) -> Self {
+        Self::with(f64::from(rate), 2.0 * f64::from(rate))
+    }
+
+    /// `count` a minute, bursts of `count`. New client sessions are limited so: each opens
+    /// upstream sessions of its own, which live until the client ends it or it has been idle
+    /// for rmcp's five minutes, so this bounds how many one token holds open upstream.
+    pub fn per_minute(count: u32) -> Self {
+        Self::with(f64::from(count) / 60.0, f64::from(count))
+    }
+
+    fn with(rate: f64, burst: f64) -> Self {
         Self {
-            rate: f64::from(rate),
+            rate,
+            burst,
             buckets: Mutex::new(HashMap::new()),
         }
     }
 
     fn allow(&self, token: Uuid) -> bool {
-        let (rate, burst) = (self.rate, 2.0 * self.rate);
+        let (rate, burst) = (self.rate, self.burst);
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() > 100_000 {
             buckets.clear();
@@ -193,6 +207,18 @@ fn unauthorized(message: &str) -> Response {
     response
 }
 
+fn too_many(message: &str, retry_after: &'static str) -> Response {
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        axum::Json(json!({"error": message})),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static(retry_after));
+    response
+}
+
 /// Every `/mcp` request: a valid login token as a Bearer header, within its rate.
 async fn authenticate(
     State(state): State<ServerState>,
@@ -223,15 +249,16 @@ async fn authenticate(
             }
         };
     if !state.mcp_rates.allow(token_id) {
-        let mut response = (
-            StatusCode::TOO_MANY_REQUESTS,
-            axum::Json(json!({"error": "Too many requests for this login token; slow down."})),
-        )
-            .into_response();
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
+        return too_many("Too many requests for this login token; slow down.", "1");
+    }
+    // A request without a session id opens a client session (it must be `initialize`).
+    let opens_session = request.method() == axum::http::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    if opens_session && !state.mcp_sessions.allow(token_id) {
+        return too_many(
+            "Too many new sessions for this login token; reuse a session, or end the ones you no longer need.",
+            "6",
+        );
     }
     request.extensions_mut().insert(Caller {
         token_id,
@@ -767,5 +794,8 @@ mod tests {
             limits.allow(Uuid::new_v4()),
             "another token has its own bucket"
         );
+        let sessions = RateLimits::per_minute(10);
+        let allowed = (0..50).filter(|_| sessions.allow(token)).count();
+        assert_eq!(allowed, 10);
     }
 }

@@ -40,6 +40,8 @@ pub struct ServerState {
     pub frames: Arc<crate::apps::FrameCache>,
     /// Each login token's request budget on `/mcp`.
     pub mcp_rates: Arc<crate::relay::RateLimits>,
+    /// Each login token's budget of new client sessions on `/mcp`.
+    pub mcp_sessions: Arc<crate::relay::RateLimits>,
     /// Whose each recent session was, to read ahead on busy routes.
     pub hints: Arc<crate::prefetch::SessionHints>,
 }
@@ -139,6 +141,9 @@ impl Application {
             frames: Arc::default(),
             hints: Arc::default(),
             mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
+            mcp_sessions: Arc::new(crate::relay::RateLimits::per_minute(
+                config.mcp_sessions_per_minute,
+            )),
         };
         let router = router(state.clone(), pool);
         Ok(Self {

@@ -77,13 +77,16 @@ fn ms(d: Duration) -> String {
 #[sqlx::test(migrations = false)]
 #[ignore = "a benchmark: run it on purpose (./x bench)"]
 async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
-    // The benchmark's one token makes thousands of calls a second.
+    // The benchmark's one token makes thousands of calls a second, in 32 sessions.
     let (listener, base) = bind().await;
     let app = spawn_app_with(
         pool,
         listener,
         base,
-        &[("STRAD_MCP_RATE_PER_SECOND", "100000")],
+        &[
+            ("STRAD_MCP_RATE_PER_SECOND", "100000"),
+            ("STRAD_MCP_SESSIONS_PER_MINUTE", "1000"),
+        ],
         None,
     )
     .await;

@@ -614,3 +614,55 @@ async fn each_client_session_has_its_own_upstream_session_closed_with_it(pool: P
         .expect("the other client goes on");
     let _ = second.cancel().await;
 }
+
+#[sqlx::test(migrations = false)]
+async fn a_token_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let (token, _) = mint(&app, &admin).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let post = |body: &Value, session: Option<&str>| {
+        let mut request = reqwest::Client::new()
+            .post(app.url("/mcp"))
+            .header("authorization", format!("Bearer {token}"))
+            .header("accept", "application/json, text/event-stream")
+            .json(body);
+        if let Some(session) = session {
+            request = request
+                .header("mcp-session-id", session)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        request.send()
+    };
+    let mut opened = Vec::new();
+    for _ in 0..10 {
+        let response = post(&initialize, None).await.unwrap();
+        assert_eq!(response.status(), 200);
+        opened.push(
+            response.headers()["mcp-session-id"]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let refused = post(&initialize, None).await.unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "6");
+    assert!(refused.text().await.unwrap().contains("new sessions"));
+    // Requests in a session already open are not new sessions.
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let in_session = post(&ping, Some(&opened[0])).await.unwrap();
+    assert_ne!(in_session.status(), 429);
+    // Another token has its own budget.
+    let (other, _) = mint(&app, &admin).await;
+    let response = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .header("authorization", format!("Bearer {other}"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
