@@ -152,13 +152,14 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         lock(&self.routes).remove(&self.token);
-        if let Some(id) = self.id.take() {
+        // (Outside a runtime, as when one shuts down, there is nobody left to tell.)
+        if let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current()) {
             let peer = self.peer.clone();
             let cancelled = CancelledNotificationParam::new(
                 Some(id),
                 Some("the caller cancelled the request".into()),
             );
-            tokio::spawn(async move {
+            runtime.spawn(async move {
                 let _ = peer.notify_cancelled(cancelled).await;
             });
         }
