@@ -27,6 +27,8 @@ pub struct Config {
     pub mcp_rate_per_second: u32,
     /// Client sessions a login token may open on `/mcp` per minute (bursts of as many).
     pub mcp_sessions_per_minute: u32,
+    /// Client sessions `/mcp` holds open at once, all tokens together.
+    pub mcp_sessions_max: u32,
     /// Servers declared in the file (the only place a stdio server can come from).
     pub servers: Vec<DeclaredServer>,
 }
@@ -193,6 +195,7 @@ const S_LIMIT: &str = "STRAD_RESOURCE_LIMIT_BYTES (discovery.resource_limit_byte
 const S_SERVERS: &str = "servers (strad.toml [[servers]])";
 const S_MCP_RATE: &str = "STRAD_MCP_RATE_PER_SECOND (mcp.rate_per_second)";
 const S_MCP_SESSIONS: &str = "STRAD_MCP_SESSIONS_PER_MINUTE (mcp.sessions_per_minute)";
+const S_MCP_SESSIONS_MAX: &str = "STRAD_MCP_SESSIONS_MAX (mcp.sessions_max)";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
 /// silently fall back to a default.
@@ -220,6 +223,7 @@ struct FileConfig {
 struct FileMcp {
     rate_per_second: Option<u64>,
     sessions_per_minute: Option<u64>,
+    sessions_max: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -547,6 +551,15 @@ impl Config {
         if !(1..=100_000).contains(&mcp_sessions) {
             return Err(bad(S_MCP_SESSIONS, "must be between 1 and 100000"));
         }
+        let mcp_sessions_max = number(
+            "STRAD_MCP_SESSIONS_MAX",
+            S_MCP_SESSIONS_MAX,
+            file.mcp.sessions_max,
+        )?
+        .unwrap_or(1000);
+        if !(1..=1_000_000).contains(&mcp_sessions_max) {
+            return Err(bad(S_MCP_SESSIONS_MAX, "must be between 1 and 1000000"));
+        }
         let discovery = DiscoveryConfig {
             interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
             request_timeout: std::time::Duration::from_secs(timeout),
@@ -570,6 +583,7 @@ impl Config {
             discovery,
             mcp_rate_per_second: mcp_rate as u32,
             mcp_sessions_per_minute: mcp_sessions as u32,
+            mcp_sessions_max: mcp_sessions_max as u32,
             servers,
             http: HttpConfig { bind, public_url },
             database: DatabaseConfig {

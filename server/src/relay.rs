@@ -179,9 +179,15 @@ pub fn routes(state: ServerState) -> Router<ServerState> {
     let relay_state = state.clone();
     let service = StreamableHttpService::new(
         move || {
+            let slot = relay_state
+                .mcp_session_slots
+                .clone()
+                .try_acquire_owned()
+                .map_err(|_| std::io::Error::other("/mcp holds as many sessions as it may"))?;
             Ok(Relay {
                 state: relay_state.clone(),
                 hub: Arc::new(relay_state.app.hub.sibling()),
+                _slot: Arc::new(slot),
             })
         },
         Arc::new(LocalSessionManager::default()),
@@ -260,6 +266,19 @@ async fn authenticate(
             "6",
         );
     }
+    if opens_session && state.mcp_session_slots.available_permits() == 0 {
+        let mut response = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(
+                json!({"error": "strad holds as many MCP sessions as it may; try again shortly."}),
+            ),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+        return response;
+    }
     request.extensions_mut().insert(Caller {
         token_id,
         ctx: app::auth::ssr::context::RequestContext {
@@ -278,6 +297,8 @@ struct Relay {
     /// closed with it): what one person's client does to a server's session state never
     /// meets another's, nor the console's.
     hub: Arc<app::servers::ssr::client::Hub>,
+    /// This session's place among the ones `/mcp` may hold open at once.
+    _slot: Arc<tokio::sync::OwnedSemaphorePermit>,
 }
 
 fn denied(message: &str) -> McpError {

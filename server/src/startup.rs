@@ -42,6 +42,8 @@ pub struct ServerState {
     pub mcp_rates: Arc<crate::relay::RateLimits>,
     /// Each login token's budget of new client sessions on `/mcp`.
     pub mcp_sessions: Arc<crate::relay::RateLimits>,
+    /// The client sessions `/mcp` may hold open at once (each holds upstream sessions).
+    pub mcp_session_slots: Arc<tokio::sync::Semaphore>,
     /// Whose each recent session was, to read ahead on busy routes.
     pub hints: Arc<crate::prefetch::SessionHints>,
 }
@@ -143,6 +145,9 @@ impl Application {
             mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
             mcp_sessions: Arc::new(crate::relay::RateLimits::per_minute(
                 config.mcp_sessions_per_minute,
+            )),
+            mcp_session_slots: Arc::new(tokio::sync::Semaphore::new(
+                config.mcp_sessions_max as usize,
             )),
         };
         let router = router(state.clone(), pool);

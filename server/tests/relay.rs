@@ -666,3 +666,37 @@ async fn a_token_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
         .unwrap();
     assert_eq!(response.status(), 200);
 }
+
+#[sqlx::test(migrations = false)]
+async fn past_the_most_sessions_strad_holds_a_new_one_waits_for_a_closed_one(pool: PgPool) {
+    let (listener, base) = bind().await;
+    let app = spawn_app_with(
+        pool,
+        listener,
+        base,
+        &[("STRAD_MCP_SESSIONS_MAX", "2")],
+        None,
+    )
+    .await;
+    let admin = signed_in_admin(&app).await;
+    let (token, _) = mint(&app, &admin).await;
+    let first = client(&app.url("/mcp"), &token).await.unwrap();
+    let _second = client(&app.url("/mcp"), &token).await.unwrap();
+    let refused = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .header("authorization", format!("Bearer {token}"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "30");
+    // A client that ends its session makes room.
+    let _ = first.cancel().await;
+    eventually(10, "a third session to be accepted", || async {
+        client(&app.url("/mcp"), &token).await.ok()
+    })
+    .await;
+}
