@@ -60,6 +60,20 @@ pub async fn find_user(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<UserR
     .await
 }
 
+/// The columns of a `UserRow` of `users u`, and `roles` (the names of theirs in `user_roles
+/// r`, an empty array when none); the query groups by `u.id`.
+pub const USER_AND_ROLE_NAMES: &str =
+    "u.id, u.issuer, u.subject, u.email, u.display_name, u.created_at, u.last_sign_in_at,
+     COALESCE(array_agg(r.role ORDER BY r.role) FILTER (WHERE r.role IS NOT NULL), '{}') AS roles";
+
+/// The roles among `names`, in a stable order. A role name the code does not know (added to
+/// the table by hand) is skipped rather than trusted.
+pub fn known_roles(names: &[String]) -> Vec<Role> {
+    let mut roles: Vec<Role> = names.iter().filter_map(|name| Role::parse(name)).collect();
+    roles.sort();
+    roles
+}
+
 /// A person and their roles, in one round trip (every request asks this).
 pub async fn find_user_with_roles(
     db: impl PgExecutor<'_>,
@@ -71,20 +85,15 @@ pub async fn find_user_with_roles(
         user: UserRow,
         roles: Vec<String>,
     }
-    let row = sqlx::query_as::<_, Row>(
-        "SELECT u.id, u.issuer, u.subject, u.email, u.display_name, u.created_at, u.last_sign_in_at,
-                COALESCE(array_agg(r.role ORDER BY r.role) FILTER (WHERE r.role IS NOT NULL), '{}') AS roles
+    let row = sqlx::query_as::<_, Row>(&format!(
+        "SELECT {USER_AND_ROLE_NAMES}
          FROM users u LEFT JOIN user_roles r ON r.user_id = u.id
          WHERE u.id = $1 GROUP BY u.id",
-    )
+    ))
     .bind(id)
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|row| {
-        let mut roles: Vec<Role> = row.roles.iter().filter_map(|n| Role::parse(n)).collect();
-        roles.sort();
-        (row.user, roles)
-    }))
+    Ok(row.map(|row| (row.user, known_roles(&row.roles))))
 }
 
 /// Grants a role; granting one already held changes nothing. Returns whether it was new.
@@ -117,17 +126,14 @@ pub async fn revoke_role(
     Ok(result.rows_affected() == 1)
 }
 
-/// The person's roles, in a stable order. A role name the code does not know (added to the
-/// table by hand) is skipped rather than trusted.
+/// The person's roles, in a stable order (`known_roles`).
 pub async fn roles_of(db: impl PgExecutor<'_>, user_id: Uuid) -> Result<Vec<Role>, sqlx::Error> {
     let names: Vec<String> =
         sqlx::query_scalar("SELECT role FROM user_roles WHERE user_id = $1 ORDER BY role")
             .bind(user_id)
             .fetch_all(db)
             .await?;
-    let mut roles: Vec<Role> = names.iter().filter_map(|name| Role::parse(name)).collect();
-    roles.sort();
-    Ok(roles)
+    Ok(known_roles(&names))
 }
 
 /// One row per person with their roles, for the admins' people page.

@@ -20,11 +20,7 @@ pub async fn entitled_server(
     slug: &str,
 ) -> Result<ServerRow, AppError> {
     // One round trip: the server, if it is enabled and granted to this person or their domain.
-    let email = ctx.user.email.to_lowercase();
-    let domain = email
-        .rsplit_once('@')
-        .map(|(_, d)| d.to_owned())
-        .unwrap_or_default();
+    let (email, domain) = super::grants::grantee_keys(&ctx.user.email);
     sqlx::query_as::<_, ServerRow>(&format!(
         "SELECT {} FROM servers WHERE slug = $1 AND enabled AND EXISTS (
             SELECT 1 FROM entitlements e WHERE e.slug = $1 AND (e.email = $2 OR e.domain = $3))",

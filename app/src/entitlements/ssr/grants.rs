@@ -72,6 +72,17 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<GrantRow>, sqlx::Error>
     .await
 }
 
+/// What a grant to `email` is stored under: the address and its domain, lower-cased (the
+/// domain empty when there is no `@`).
+pub fn grantee_keys(email: &str) -> (String, String) {
+    let email = email.to_lowercase();
+    let domain = email
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_owned())
+        .unwrap_or_default();
+    (email, domain)
+}
+
 /// Whether `email` may reach `slug`: a grant to the address or to its domain, on a server
 /// that exists and is enabled.
 pub async fn is_entitled(
@@ -79,11 +90,7 @@ pub async fn is_entitled(
     email: &str,
     slug: &str,
 ) -> Result<bool, sqlx::Error> {
-    let email = email.to_lowercase();
-    let domain = email
-        .rsplit_once('@')
-        .map(|(_, d)| d.to_owned())
-        .unwrap_or_default();
+    let (email, domain) = grantee_keys(email);
     sqlx::query_scalar(
         "SELECT EXISTS (
             SELECT 1 FROM entitlements e JOIN servers s ON s.slug = e.slug
@@ -96,7 +103,6 @@ pub async fn is_entitled(
     .await
 }
 
-/// The enabled servers `email` may reach, with display names, by slug.
 /// The enabled servers granted to `email` (or its domain), among `only` when given, in slug
 /// order: one statement.
 pub async fn reachable_servers(
@@ -104,11 +110,7 @@ pub async fn reachable_servers(
     email: &str,
     only: Option<&[String]>,
 ) -> Result<Vec<crate::servers::ssr::registry::ServerRow>, sqlx::Error> {
-    let email = email.to_lowercase();
-    let domain = email
-        .rsplit_once('@')
-        .map(|(_, d)| d.to_owned())
-        .unwrap_or_default();
+    let (email, domain) = grantee_keys(email);
     sqlx::query_as(&format!(
         "SELECT {} FROM servers s
          WHERE s.enabled
@@ -125,15 +127,12 @@ pub async fn reachable_servers(
     .await
 }
 
+/// The enabled servers `email` may reach, with display names, by slug.
 pub async fn reachable(
     db: impl PgExecutor<'_>,
     email: &str,
 ) -> Result<Vec<(String, String)>, sqlx::Error> {
-    let email = email.to_lowercase();
-    let domain = email
-        .rsplit_once('@')
-        .map(|(_, d)| d.to_owned())
-        .unwrap_or_default();
+    let (email, domain) = grantee_keys(email);
     sqlx::query_as(
         "SELECT DISTINCT s.slug, s.display_name FROM entitlements e JOIN servers s ON s.slug = e.slug
          WHERE s.enabled AND (e.email = $1 OR e.domain = $2) ORDER BY s.slug",

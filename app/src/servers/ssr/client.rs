@@ -202,11 +202,11 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Vec<Value>, McpError> {
-        let limit = self.settings.response_limit;
-        self.idempotent(slug, endpoint, |peer| async move {
-            let tools = peer.list_all_tools().await.map_err(service_error)?;
-            to_json_list(&tools, limit)
-        })
+        self.listed(
+            slug,
+            endpoint,
+            |peer| async move { peer.list_all_tools().await },
+        )
         .await
     }
 
@@ -216,10 +216,8 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Vec<Value>, McpError> {
-        let limit = self.settings.response_limit;
-        self.idempotent(slug, endpoint, |peer| async move {
-            let resources = peer.list_all_resources().await.map_err(service_error)?;
-            to_json_list(&resources, limit)
+        self.listed(slug, endpoint, |peer| async move {
+            peer.list_all_resources().await
         })
         .await
     }
@@ -230,13 +228,8 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Vec<Value>, McpError> {
-        let limit = self.settings.response_limit;
-        self.idempotent(slug, endpoint, |peer| async move {
-            let templates = peer
-                .list_all_resource_templates()
-                .await
-                .map_err(service_error)?;
-            to_json_list(&templates, limit)
+        self.listed(slug, endpoint, |peer| async move {
+            peer.list_all_resource_templates().await
         })
         .await
     }
@@ -247,10 +240,28 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Vec<Value>, McpError> {
+        self.listed(slug, endpoint, |peer| async move {
+            peer.list_all_prompts().await
+        })
+        .await
+    }
+
+    /// A whole list (`list` follows pagination), as JSON, within the response byte limit.
+    async fn listed<T, F, Fut>(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        list: F,
+    ) -> Result<Vec<Value>, McpError>
+    where
+        T: serde::Serialize,
+        F: Fn(rmcp::Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<Vec<T>, ServiceError>>,
+    {
         let limit = self.settings.response_limit;
-        self.idempotent(slug, endpoint, |peer| async move {
-            let prompts = peer.list_all_prompts().await.map_err(service_error)?;
-            to_json_list(&prompts, limit)
+        self.idempotent(slug, endpoint, |peer| {
+            let listing = list(peer);
+            async move { to_json_list(&listing.await.map_err(service_error)?, limit) }
         })
         .await
     }

@@ -8,6 +8,8 @@ use sqlx::{FromRow, PgExecutor};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::auth::ssr::users;
+
 /// Prefix of every token, so a leaked one is recognisable (and greppable) as strad's.
 pub const PREFIX: &str = "strad_";
 
@@ -90,25 +92,18 @@ pub async fn verify(
 pub async fn verify_with_owner(
     db: impl PgExecutor<'_>,
     secret: &str,
-) -> Result<
-    Option<(
-        Uuid,
-        crate::auth::ssr::users::UserRow,
-        Vec<crate::auth::Role>,
-    )>,
-    sqlx::Error,
-> {
+) -> Result<Option<(Uuid, users::UserRow, Vec<crate::auth::Role>)>, sqlx::Error> {
     #[derive(FromRow)]
     struct Row {
         token_id: Uuid,
         #[sqlx(flatten)]
-        user: crate::auth::ssr::users::UserRow,
+        user: users::UserRow,
         roles: Vec<String>,
     }
     if !secret.starts_with(PREFIX) || secret.len() > 200 {
         return Ok(None);
     }
-    let row = sqlx::query_as::<_, Row>(
+    let row = sqlx::query_as::<_, Row>(&format!(
         "WITH t AS (
              SELECT id, user_id, last_used_at FROM login_tokens
              WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()),
@@ -117,24 +112,15 @@ pub async fn verify_with_owner(
              WHERE id IN (SELECT id FROM t
                           WHERE last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
              RETURNING id)
-         SELECT t.id AS token_id,
-                u.id, u.issuer, u.subject, u.email, u.display_name, u.created_at, u.last_sign_in_at,
-                COALESCE(array_agg(r.role ORDER BY r.role) FILTER (WHERE r.role IS NOT NULL), '{}') AS roles
+         SELECT t.id AS token_id, {}
          FROM t JOIN users u ON u.id = t.user_id LEFT JOIN user_roles r ON r.user_id = u.id
          GROUP BY t.id, u.id",
-    )
+        users::USER_AND_ROLE_NAMES
+    ))
     .bind(hash(secret))
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|row| {
-        let mut roles: Vec<crate::auth::Role> = row
-            .roles
-            .iter()
-            .filter_map(|n| crate::auth::Role::parse(n))
-            .collect();
-        roles.sort();
-        (row.token_id, row.user, roles)
-    }))
+    Ok(row.map(|row| (row.token_id, row.user, users::known_roles(&row.roles))))
 }
 
 pub async fn list(
