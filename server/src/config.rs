@@ -533,33 +533,40 @@ impl Config {
         if !(1024..=64 * 1024 * 1024).contains(&limit) {
             return Err(bad(S_LIMIT, "must be between 1 KiB and 64 MiB"));
         }
-        let mcp_rate = number(
+        // A count from 1 to `max`, `default` when not set.
+        let count = |name: &str,
+                     setting: &'static str,
+                     file: Option<u64>,
+                     default: u64,
+                     max: u64|
+         -> Result<u32, ConfigError> {
+            let value = number(name, setting, file)?.unwrap_or(default);
+            if !(1..=max).contains(&value) {
+                return Err(bad(setting, format!("must be between 1 and {max}")));
+            }
+            Ok(value as u32)
+        };
+        let mcp_rate = count(
             "STRAD_MCP_RATE_PER_SECOND",
             S_MCP_RATE,
             file.mcp.rate_per_second,
-        )?
-        .unwrap_or(50);
-        if !(1..=100_000).contains(&mcp_rate) {
-            return Err(bad(S_MCP_RATE, "must be between 1 and 100000"));
-        }
-        let mcp_sessions = number(
+            50,
+            100_000,
+        )?;
+        let mcp_sessions = count(
             "STRAD_MCP_SESSIONS_PER_MINUTE",
             S_MCP_SESSIONS,
             file.mcp.sessions_per_minute,
-        )?
-        .unwrap_or(10);
-        if !(1..=100_000).contains(&mcp_sessions) {
-            return Err(bad(S_MCP_SESSIONS, "must be between 1 and 100000"));
-        }
-        let mcp_sessions_max = number(
+            10,
+            100_000,
+        )?;
+        let mcp_sessions_max = count(
             "STRAD_MCP_SESSIONS_MAX",
             S_MCP_SESSIONS_MAX,
             file.mcp.sessions_max,
-        )?
-        .unwrap_or(1000);
-        if !(1..=1_000_000).contains(&mcp_sessions_max) {
-            return Err(bad(S_MCP_SESSIONS_MAX, "must be between 1 and 1000000"));
-        }
+            1000,
+            1_000_000,
+        )?;
         let discovery = DiscoveryConfig {
             interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
             request_timeout: std::time::Duration::from_secs(timeout),
@@ -581,9 +588,9 @@ impl Config {
 
         Ok(Config {
             discovery,
-            mcp_rate_per_second: mcp_rate as u32,
-            mcp_sessions_per_minute: mcp_sessions as u32,
-            mcp_sessions_max: mcp_sessions_max as u32,
+            mcp_rate_per_second: mcp_rate,
+            mcp_sessions_per_minute: mcp_sessions,
+            mcp_sessions_max,
             servers,
             http: HttpConfig { bind, public_url },
             database: DatabaseConfig {

@@ -213,12 +213,9 @@ fn unauthorized(message: &str) -> Response {
     response
 }
 
-fn too_many(message: &str, retry_after: &'static str) -> Response {
-    let mut response = (
-        StatusCode::TOO_MANY_REQUESTS,
-        axum::Json(json!({"error": message})),
-    )
-        .into_response();
+/// A refusal the client may retry after `retry_after` seconds.
+fn retry_later(status: StatusCode, message: &str, retry_after: &'static str) -> Response {
+    let mut response = (status, axum::Json(json!({"error": message}))).into_response();
     response
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static(retry_after));
@@ -255,29 +252,28 @@ async fn authenticate(
             }
         };
     if !state.mcp_rates.allow(token_id) {
-        return too_many("Too many requests for this login token; slow down.", "1");
+        return retry_later(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many requests for this login token; slow down.",
+            "1",
+        );
     }
     // A request without a session id opens a client session (it must be `initialize`).
     let opens_session = request.method() == axum::http::Method::POST
         && !request.headers().contains_key("mcp-session-id");
     if opens_session && !state.mcp_sessions.allow(token_id) {
-        return too_many(
+        return retry_later(
+            StatusCode::TOO_MANY_REQUESTS,
             "Too many new sessions for this login token; reuse a session, or end the ones you no longer need.",
             "6",
         );
     }
     if opens_session && state.mcp_session_slots.available_permits() == 0 {
-        let mut response = (
+        return retry_later(
             StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(
-                json!({"error": "strad holds as many MCP sessions as it may; try again shortly."}),
-            ),
-        )
-            .into_response();
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
-        return response;
+            "strad holds as many MCP sessions as it may; try again shortly.",
+            "30",
+        );
     }
     request.extensions_mut().insert(Caller {
         token_id,
@@ -313,10 +309,10 @@ fn internal(error: impl std::fmt::Display) -> McpError {
 impl Relay {
     /// The caller and the slugs this request may reach (entitled, enabled, and among
     /// `?servers=` when given).
-    async fn scope(
+    async fn scope<'c>(
         &self,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<(Caller, Vec<ServerRow>), McpError> {
+        context: &'c RequestContext<RoleServer>,
+    ) -> Result<(&'c Caller, Vec<ServerRow>), McpError> {
         let parts = context
             .extensions
             .get::<axum::http::request::Parts>()
@@ -525,15 +521,7 @@ impl ServerHandler for Relay {
         let Some((slug, name)) = split_name(&request.name) else {
             return Err(denied("No such prompt."));
         };
-        let Some(server) = servers
-            .iter()
-            .find(|s| s.slug == slug && s.approves(Capability::Prompts))
-        else {
-            return Err(denied("No such prompt."));
-        };
-        let Some(endpoint) = server.endpoint() else {
-            return Err(internal("no endpoint"));
-        };
+        let endpoint = approved(&servers, slug, Capability::Prompts, "No such prompt.")?;
         let value = self
             .hub
             .get_prompt(slug, &endpoint, name, request.arguments.clone())
@@ -630,15 +618,7 @@ impl ServerHandler for Relay {
                 "No such resource: URIs are ui://<server>/… or strad://<server>/…",
             ));
         };
-        let Some(server) = servers
-            .iter()
-            .find(|s| s.slug == slug && s.approves(Capability::Apps))
-        else {
-            return Err(denied("No such resource."));
-        };
-        let Some(endpoint) = server.endpoint() else {
-            return Err(internal("no endpoint"));
-        };
+        let endpoint = approved(&servers, slug, Capability::Apps, "No such resource.")?;
         let hub = &self.hub;
         let read = hub
             .read_resource(slug, &endpoint, &inner)
@@ -679,15 +659,7 @@ impl Relay {
         slug: &str,
         inner: &str,
     ) -> Result<ReadResourceResponse, McpError> {
-        let Some(server) = servers
-            .iter()
-            .find(|s| s.slug == slug && s.approves(Capability::Resources))
-        else {
-            return Err(denied("No such resource."));
-        };
-        let Some(endpoint) = server.endpoint() else {
-            return Err(internal("no endpoint"));
-        };
+        let endpoint = approved(servers, slug, Capability::Resources, "No such resource.")?;
         let mut read = self
             .hub
             .read_resource(slug, &endpoint, inner)
@@ -713,13 +685,28 @@ impl Relay {
     }
 }
 
+/// The endpoint of `slug` among the caller's `servers` when it is approved for `capability`;
+/// otherwise `missing`, the same answer whether the slug is unknown, not the caller's, or
+/// not approved.
+fn approved(
+    servers: &[ServerRow],
+    slug: &str,
+    capability: Capability,
+    missing: &str,
+) -> Result<app::servers::ssr::client::Endpoint, McpError> {
+    let server = servers
+        .iter()
+        .find(|s| s.slug == slug && s.approves(capability))
+        .ok_or_else(|| denied(missing))?;
+    server.endpoint().ok_or_else(|| internal("no endpoint"))
+}
+
 /// The caller `authenticate` put on the HTTP request.
-fn caller_of(context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+fn caller_of(context: &RequestContext<RoleServer>) -> Result<&Caller, McpError> {
     context
         .extensions
         .get::<axum::http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Caller>())
-        .cloned()
         .ok_or_else(|| internal("no caller"))
 }
 
