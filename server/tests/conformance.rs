@@ -132,17 +132,8 @@ async fn the_relay_passes_the_conformance_scenarios_that_apply_to_it(pool: PgPoo
     let one = TestServer::start().await;
     let two = TestServer::start().await;
     for (slug, server) in [("one", &one), ("two", &two)] {
-        let form = [
-            ("slug", slug),
-            ("display_name", slug),
-            ("url", server.url.as_str()),
-            ("cap_tools", "on"),
-            ("cap_prompts", "on"),
-            ("cap_resources", "on"),
-            ("cap_apps", "on"),
-        ];
-        let response = server_fn(&app, &admin, "servers/register", &form).await;
-        assert_eq!(response.status(), 200, "register {slug}");
+        let all = ["tools", "prompts", "resources", "apps"];
+        register_server_for(&app, &admin, slug, &server.url, &all).await;
         let response = server_fn(
             &app,
             &admin,

@@ -346,21 +346,8 @@ async fn prompts_are_relayed_only_from_servers_approved_for_them(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
-    let form = |slug: &'static str, prompts: bool| {
-        let mut form = vec![
-            ("slug", slug),
-            ("display_name", slug),
-            ("url", server.url.as_str()),
-            ("cap_tools", "on"),
-        ];
-        if prompts {
-            form.push(("cap_prompts", "on"));
-        }
-        form
-    };
-    for (slug, prompts) in [("talk", true), ("quiet", false)] {
-        let response = server_fn(&app, &admin, "servers/register", &form(slug, prompts)).await;
-        assert_eq!(response.status(), 200);
+    for (slug, capabilities) in [("talk", &["tools", "prompts"][..]), ("quiet", &["tools"])] {
+        register_server_for(&app, &admin, slug, &server.url, capabilities).await;
         grant(&app, &admin, slug).await;
     }
     let (token, _) = mint(&app, &admin).await;
@@ -489,18 +476,11 @@ async fn plain_resources_and_templates_are_relayed_only_when_approved(pool: PgPo
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
-    for (slug, resources) in [("docs", true), ("closed", false)] {
-        let mut form = vec![
-            ("slug", slug),
-            ("display_name", slug),
-            ("url", server.url.as_str()),
-            ("cap_tools", "on"),
-        ];
-        if resources {
-            form.push(("cap_resources", "on"));
-        }
-        let response = server_fn(&app, &admin, "servers/register", &form).await;
-        assert_eq!(response.status(), 200);
+    for (slug, capabilities) in [
+        ("docs", &["tools", "resources"][..]),
+        ("closed", &["tools"]),
+    ] {
+        register_server_for(&app, &admin, slug, &server.url, capabilities).await;
         grant(&app, &admin, slug).await;
     }
     let (token, _) = mint(&app, &admin).await;

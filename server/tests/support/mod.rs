@@ -479,15 +479,22 @@ pub async fn register_server(
     url: &str,
     apps: bool,
 ) {
-    let mut form = vec![
-        ("slug", slug),
-        ("display_name", slug),
-        ("url", url),
-        ("cap_tools", "on"),
-    ];
-    if apps {
-        form.push(("cap_apps", "on"));
-    }
+    let capabilities: &[&str] = if apps { &["tools", "apps"] } else { &["tools"] };
+    register_server_for(app, admin, slug, url, capabilities).await;
+}
+
+/// Registers a server approved for exactly `capabilities` (`tools`, `prompts`,
+/// `resources`, `apps`).
+pub async fn register_server_for(
+    app: &TestApp,
+    admin: &reqwest::Client,
+    slug: &str,
+    url: &str,
+    capabilities: &[&str],
+) {
+    let fields: Vec<String> = capabilities.iter().map(|c| format!("cap_{c}")).collect();
+    let mut form = vec![("slug", slug), ("display_name", slug), ("url", url)];
+    form.extend(fields.iter().map(|field| (field.as_str(), "on")));
     let response = server_fn(app, admin, "servers/register", &form).await;
     assert_eq!(
         response.status(),
