@@ -178,19 +178,23 @@ pub async fn frame(
     // The person, the entitlement and the pin's identity (no bytes) at once, and with the
     // session itself when whose it is can be guessed. The app session (ticket) names the
     // resource; it is spent only once everything else holds.
-    let (tickets, slug_ref, ticket_ref) =
-        (&state.app.frame_tickets, slug.as_str(), ticket.as_str());
+    let (tickets, slug_ref, ticket_ref, memos) = (
+        &state.app.frame_tickets,
+        slug.as_str(),
+        ticket.as_str(),
+        &state.memos,
+    );
     let read = |person: SessionPerson| async move {
         let named = tickets.peek(ticket_ref, person.user_id, slug_ref);
         let pin_head = async {
             match &named {
-                Some(uri) => pins::head(pool, person.user_id, slug_ref, uri).await,
+                Some(uri) => memos.pin_head(pool, person.user_id, slug_ref, uri).await,
                 None => Ok(None),
             }
         };
         let (user, server, head) = tokio::join!(
-            users::find_user_with_roles(pool, person.user_id),
-            authorize::entitled_server_of(pool, person.user_id, slug_ref),
+            memos.user(pool, person.user_id),
+            memos.entitled(pool, person.user_id, slug_ref),
             pin_head,
         );
         (named, user, server, head)
@@ -501,12 +505,12 @@ async fn call_tool(
     // with the session itself when whose it is can be guessed: the decision is read for the
     // slug asked, and used only once the entitlement holds. Not entitled, or no such slug:
     // the same 403, and nothing recorded under a slug the person cannot see.
-    let (slug_ref, tool) = (slug.as_str(), call.name.as_str());
+    let (slug_ref, tool, memos) = (slug.as_str(), call.name.as_str(), &state.memos);
     let read = |person: SessionPerson| async move {
         tokio::join!(
-            users::find_user_with_roles(pool, person.user_id),
-            authorize::entitled_server_of(pool, person.user_id, slug_ref),
-            authorize::decision_for(pool, person.kind, slug_ref, tool, surface),
+            memos.user(pool, person.user_id),
+            memos.entitled(pool, person.user_id, slug_ref),
+            memos.decision(pool, person.kind, slug_ref, tool, surface),
         )
     };
     let (person, (user, server, decision)) =
@@ -554,9 +558,13 @@ async fn call_tool(
             "bytes_in": body.len(), "bytes_out": bytes_out,
             "surface": if surface == Surface::App { "app" } else { "playground" },
         });
-        let actor = ctx.actor();
-        let slug = slug.clone();
-        async move { writer::append_alone(pool, &actor, kind, Some(&slug), &payload).await }
+        let event = writer::Event {
+            actor: ctx.actor(),
+            kind,
+            slug: Some(slug.clone()),
+            payload,
+        };
+        state.audit.append(event)
     };
     if let Some(message) = refused {
         if let Err(error) = audit(format!("refused: {decision:?}"), 0).await {

@@ -53,8 +53,35 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
         .migrate()
         .await
         .map_err(|e| anyhow::anyhow!("session store migration failed: {e}"))?;
+    // The session table is the store's, made after strad's migrations: its announcement
+    // (`memo`) is added here, every start, in a form that may run again.
+    sqlx::raw_sql(SESSION_CHANGES)
+        .execute(pool)
+        .await
+        .map_err(|e| anyhow::anyhow!("session change trigger failed: {e}"))?;
     Ok(())
 }
+
+/// A changed or deleted session announces its id on `memo::CHANNEL`.
+const SESSION_CHANGES: &str = "
+CREATE OR REPLACE FUNCTION strad_session_changed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM pg_notify('strad_auth', 'session:' || OLD.id);
+    ELSE
+        PERFORM pg_notify('strad_auth', 'session:' || NEW.id);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE TRIGGER session_auth_changed
+    AFTER UPDATE OR DELETE ON tower_sessions.session
+    FOR EACH ROW EXECUTE FUNCTION strad_session_changed();
+CREATE OR REPLACE TRIGGER session_auth_truncated
+    AFTER TRUNCATE ON tower_sessions.session
+    FOR EACH STATEMENT EXECUTE FUNCTION strad_auth_truncated();
+";
 
 /// Ready: the database answers and every embedded migration has been applied.
 pub async fn is_ready(pool: &PgPool) -> Result<(), String> {

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use app::audit::ssr::writer::{self, Actor};
 use app::entitlements::policy::{Decision, Surface};
-use app::entitlements::ssr::{authorize, grants};
+use app::entitlements::ssr::authorize;
 use app::servers::Capability;
 use app::servers::ssr::canonical::{canonical_json, sha256_hex};
 use app::servers::ssr::changes::ItemKind;
@@ -242,15 +242,19 @@ async fn authenticate(
         return unauthorized("Send a login token as `Authorization: Bearer strad_…`.");
     };
     let pool = &state.app.pool;
-    let (token_id, user, roles) =
-        match app::tokens::ssr::store::verify_with_owner(pool, &token).await {
-            Ok(Some(owner)) => owner,
-            Ok(None) => return unauthorized("This login token is unknown, expired or revoked."),
-            Err(error) => {
-                tracing::error!(error.message = %error, "could not check a login token");
-                return (StatusCode::SERVICE_UNAVAILABLE, "try again").into_response();
-            }
-        };
+    let crate::memo::TokenOwner {
+        token_id,
+        user,
+        roles,
+        ..
+    } = match state.memos.token(pool, &token).await {
+        Ok(Some(owner)) => owner,
+        Ok(None) => return unauthorized("This login token is unknown, expired or revoked."),
+        Err(error) => {
+            tracing::error!(error.message = %error, "could not check a login token");
+            return (StatusCode::SERVICE_UNAVAILABLE, "try again").into_response();
+        }
+    };
     if !state.mcp_rates.allow(token_id) {
         return retry_later(
             StatusCode::TOO_MANY_REQUESTS,
@@ -328,13 +332,16 @@ impl Relay {
                         .collect()
                 })
         });
-        let servers = grants::reachable_servers(
-            &self.state.app.pool,
-            &caller.ctx.user.email,
-            asked.as_deref(),
-        )
-        .await
-        .map_err(internal)?;
+        let servers = self
+            .state
+            .memos
+            .reachable(
+                &self.state.app.pool,
+                &caller.ctx.user.email,
+                asked.as_deref(),
+            )
+            .await
+            .map_err(internal)?;
         Ok((caller, servers))
     }
 }
@@ -410,7 +417,13 @@ impl ServerHandler for Relay {
         // only once the slug is among the caller's.
         let (scope, decision) = tokio::join!(
             self.scope(&context),
-            authorize::decision(pool, &caller.ctx, slug, tool, Surface::McpClient),
+            self.state.memos.decision(
+                pool,
+                caller.ctx.session_kind,
+                slug,
+                tool,
+                Surface::McpClient
+            ),
         );
         let (_, servers) = scope?;
         let decision = decision.map_err(internal)?;
@@ -422,10 +435,12 @@ impl ServerHandler for Relay {
         let audit = |outcome: String, bytes_out: usize| {
             let payload = json!({"tool": tool, "arguments_sha256": digest, "outcome": outcome,
                 "bytes_out": bytes_out, "surface": "mcp", "token_id": caller.token_id});
-            let actor = caller.actor();
-            async move {
-                writer::append_alone(pool, &actor, "mcp_tool_call", Some(slug), &payload).await
-            }
+            self.state.audit.append(writer::Event {
+                actor: caller.actor(),
+                kind: "mcp_tool_call",
+                slug: Some(slug.to_owned()),
+                payload,
+            })
         };
         if decision != Decision::Run || !server.approves(Capability::Tools) {
             let _ = audit(format!("refused: {decision:?}"), 0).await;

@@ -24,6 +24,7 @@ use crate::auth::local::{self, LocalLinks};
 use crate::auth::oidc::{self, Oidc};
 use crate::auth::sign_out;
 use crate::config::Config;
+use crate::session_store::RememberingStore;
 use crate::{db, health, security_headers};
 
 /// Name of the session cookie.
@@ -46,6 +47,10 @@ pub struct ServerState {
     pub mcp_session_slots: Arc<tokio::sync::Semaphore>,
     /// Whose each recent session was, to read ahead on busy routes.
     pub hints: Arc<crate::prefetch::SessionHints>,
+    /// What authority is read from, remembered while every change to it is heard.
+    pub memos: Arc<crate::memo::Memos>,
+    /// Audit rows of tool calls, written together when they arrive together.
+    pub audit: app::audit::ssr::writer::Appender,
 }
 
 impl FromRef<ServerState> for LeptosOptions {
@@ -128,6 +133,8 @@ impl Application {
             changed,
             config.discovery.interval,
         );
+        let memos = Arc::new(crate::memo::Memos::new(crate::memo::FRESH_FOR));
+        crate::memo::spawn_listener(pool.clone(), memos.clone());
         let state = ServerState {
             app: AppState {
                 leptos_options,
@@ -142,6 +149,8 @@ impl Application {
             local,
             frames: Arc::default(),
             hints: Arc::default(),
+            memos: memos.clone(),
+            audit: app::audit::ssr::writer::Appender::spawn(pool.clone()),
             mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
             mcp_sessions: Arc::new(crate::relay::RateLimits::per_minute(
                 config.mcp_sessions_per_minute,
@@ -160,6 +169,11 @@ impl Application {
 
     pub fn port(&self) -> u16 {
         self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    /// What this instance remembers of authority (tests wait for it to hear a change).
+    pub fn memos(&self) -> Arc<crate::memo::Memos> {
+        self.state.memos.clone()
     }
 
     /// Local mode's link minter (tests mint a link instead of reading stdout).
@@ -205,7 +219,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
     let config = &state.config;
     let store = PostgresStore::new(pool.clone());
     tokio::spawn(delete_expired_sessions(store.clone()));
-    let sessions = SessionManagerLayer::new(store)
+    let sessions = SessionManagerLayer::new(RememberingStore::new(store, state.memos.clone()))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
@@ -240,6 +254,10 @@ fn router(state: ServerState, pool: PgPool) -> Router {
             ServerState,
             _,
         >(context, shell))
+        .layer(axum::middleware::from_fn_with_state(
+            state.memos.clone(),
+            crate::memo::forget_after_writes,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             crate::auth::token_session::token_sign_in,

@@ -57,6 +57,7 @@ async fn a_member_without_the_admin_role_gets_403(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     let page = app.get("/people").await;
     assert_eq!(page.status(), 403);
     assert!(page.text().await.unwrap().contains("No access"));

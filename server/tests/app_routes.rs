@@ -147,6 +147,7 @@ async fn a_corrupt_pin_is_refused_with_a_clear_message(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     let response = frame_with(&app, &admin, "widget", &issued).await;
     assert_eq!(response.status(), 409);
     let page = response.text().await.unwrap();
@@ -179,6 +180,7 @@ async fn the_frame_is_refused_to_strangers_and_never_pinned_cross_site(pool: PgP
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     let not_granted = frame(&app, &admin, "widget").await;
     let missing = frame(&app, &admin, "no-such-slug").await;
     assert_eq!(
@@ -205,6 +207,7 @@ async fn the_frame_is_refused_to_strangers_and_never_pinned_cross_site(pool: PgP
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     let cross = admin
         .get(app.url(&format!("/apps/widget/frame/{issued}")))
         .header("sec-fetch-site", "cross-site")
@@ -377,6 +380,7 @@ async fn every_refused_call_is_refused_with_its_status_and_nothing_is_called(poo
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     assert_eq!(
         call(&app, &admin, "widget", json!({"name": "show-widget"}))
             .await
@@ -512,6 +516,7 @@ async fn the_app_page_pins_on_first_open_and_limits_its_frame_to_one_path(pool: 
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     for slug in ["widget", "no-such-slug"] {
         assert_eq!(
             admin
@@ -809,6 +814,7 @@ async fn pins_are_listed_and_revoked_with_an_audit_row(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     assert_eq!(pins_of(&app, &admin).await[0]["intact"], false);
     let form = [("slug", "widget"), ("uri", "ui://test/widget.html")];
     let revoked: Value = server_fn(&app, &admin, "pins/revoke", &form)
@@ -838,4 +844,102 @@ async fn pins_of(app: &TestApp, browser: &reqwest::Client) -> Value {
         .json::<Value>()
         .await
         .unwrap()
+}
+
+async fn call_status(app: &TestApp, browser: &reqwest::Client) -> u16 {
+    call(app, browser, "widget", json!({"name": "show-widget"}))
+        .await
+        .status()
+        .as_u16()
+}
+
+/// What a call's authority is read from is remembered between calls (server/src/memo.rs).
+/// A grant or a session ended anywhere — another instance, the command line, by hand in the
+/// database — holds for the next call once the change is announced; one ended through this
+/// strad holds for the very next call; and while announcements cannot be heard nothing
+/// remembered is used.
+#[sqlx::test(migrations = false)]
+async fn remembered_authority_is_forgotten_as_soon_as_it_changes(pool: PgPool) {
+    let (app, admin, _server) = setup(pool).await;
+    eventually(10, "the server hears changes", || async {
+        app.memos.is_live().then_some(())
+    })
+    .await;
+    // Two calls: the second is answered from memory.
+    assert_eq!(call_status(&app, &admin).await, 200);
+    assert_eq!(call_status(&app, &admin).await, 200);
+
+    // Elsewhere: the grant is deleted behind this strad's back.
+    sqlx::query("DELETE FROM entitlements")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    app.caught_up().await;
+    assert_eq!(call_status(&app, &admin).await, 403);
+
+    // Through this strad: granted again, it holds at once; revoked, it ends at once.
+    let granted = server_fn(
+        &app,
+        &admin,
+        "entitlements/grant",
+        &[("slug", "widget"), ("grantee", "admin@localhost")],
+    )
+    .await;
+    assert_eq!(granted.status(), 200);
+    assert_eq!(call_status(&app, &admin).await, 200);
+    assert_eq!(call_status(&app, &admin).await, 200);
+    let grant: i64 = sqlx::query_scalar("SELECT id FROM entitlements")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let revoked = server_fn(
+        &app,
+        &admin,
+        "entitlements/revoke",
+        &[("id", grant.to_string().as_str())],
+    )
+    .await;
+    assert_eq!(revoked.status(), 200);
+    assert_eq!(call_status(&app, &admin).await, 403);
+
+    // A session ended elsewhere (another instance signed the person out).
+    let granted = server_fn(
+        &app,
+        &admin,
+        "entitlements/grant",
+        &[("slug", "widget"), ("grantee", "admin@localhost")],
+    )
+    .await;
+    assert_eq!(granted.status(), 200);
+    assert_eq!(call_status(&app, &admin).await, 200);
+    sqlx::query("DELETE FROM tower_sessions.session")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    app.caught_up().await;
+    assert_eq!(call_status(&app, &admin).await, 401);
+
+    // The listener's connection is lost, and a grant ends while nobody listens: what was
+    // remembered is not used past the reconnection.
+    let admin = signed_in_admin(&app).await;
+    assert_eq!(call_status(&app, &admin).await, 200);
+    assert_eq!(call_status(&app, &admin).await, 200);
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND query ILIKE 'listen%'",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(ended, [true], "one listener");
+    sqlx::query("DELETE FROM entitlements")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    eventually(10, "the listener is back", || async {
+        app.memos.is_live().then_some(())
+    })
+    .await;
+    app.caught_up().await;
+    assert_eq!(call_status(&app, &admin).await, 403);
 }

@@ -726,3 +726,52 @@ async fn a_large_export_streams_in_several_chunks_without_a_length(pool: PgPool)
         assert!(chunks > 1, "{path} arrived in {chunks} chunk");
     }
 }
+
+/// Tool calls' rows arrive together and are written together (`writer::Appender`): each
+/// caller gets its own row's id once committed, and the chain holds as if each had been
+/// appended alone, interleaved with rows appended alone.
+#[sqlx::test(migrations = false)]
+async fn rows_appended_together_chain_like_rows_appended_alone(pool: PgPool) {
+    migrated(&pool).await;
+    let appender = writer::Appender::spawn(pool.clone());
+    let calls = (0..64).map(|n| {
+        let appender = appender.clone();
+        let pool = pool.clone();
+        async move {
+            let payload = serde_json::json!({"n": n});
+            if n % 8 == 0 {
+                let actor = writer::Actor::system();
+                writer::append_alone(&pool, &actor, "alone", None, &payload)
+                    .await
+                    .unwrap()
+            } else {
+                appender
+                    .append(writer::Event {
+                        actor: writer::Actor::person(uuid::Uuid::new_v4(), "a@example.com"),
+                        kind: "together",
+                        slug: Some("s".into()),
+                        payload,
+                    })
+                    .await
+                    .unwrap()
+            }
+        }
+    });
+    let mut ids = futures::future::join_all(calls).await;
+    let stored: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT id, (payload->>'n')::bigint FROM audit_log ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(stored.len(), 64);
+    for (n, id) in ids.iter().enumerate() {
+        assert!(
+            stored.contains(&(*id, n as i64)),
+            "row {n} is the one its caller was told"
+        );
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 64);
+    assert_eq!(first_broken_row(&pool).await, None);
+}

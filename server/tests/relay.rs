@@ -206,6 +206,7 @@ async fn requests_without_a_valid_token_are_refused_with_401(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     assert_eq!(
         post(Some(format!("Bearer {token}")))
             .await
@@ -217,6 +218,7 @@ async fn requests_without_a_valid_token_are_refused_with_401(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     let revoked = server_fn(&app, &admin, "tokens/revoke", &[("id", id.as_str())]).await;
     assert_eq!(revoked.status(), 200);
     assert_eq!(

@@ -155,6 +155,7 @@ async fn an_expired_session_is_anonymous(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     assert!(!is_signed_in(&app, &app.client).await);
 }
 
@@ -166,6 +167,7 @@ async fn a_session_of_a_deleted_person_is_anonymous(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     assert!(!is_signed_in(&app, &app.client).await);
 }
 
@@ -178,6 +180,7 @@ async fn a_revoked_role_takes_effect_on_the_next_request(pool: PgPool) {
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     assert_eq!(app.get("/people").await.status(), 403);
 }
 
@@ -190,7 +193,8 @@ async fn stored_expiry(pool: &PgPool) -> time::OffsetDateTime {
 }
 
 /// Makes every stored session look last extended two minutes ago.
-async fn age_the_last_touch(pool: &PgPool) {
+async fn age_the_last_touch(app: &TestApp) {
+    let pool = &app.pool;
     let rows: Vec<(String, Vec<u8>)> =
         sqlx::query_as("SELECT id, data FROM tower_sessions.session")
             .fetch_all(pool)
@@ -209,6 +213,7 @@ async fn age_the_last_touch(pool: &PgPool) {
             .await
             .unwrap();
     }
+    app.caught_up().await;
 }
 
 #[sqlx::test(migrations = false)]
@@ -220,12 +225,13 @@ async fn activity_keeps_a_session_alive_with_at_most_one_write_a_minute(pool: Pg
         .execute(&app.pool)
         .await
         .unwrap();
+    app.caught_up().await;
     let near = stored_expiry(&app.pool).await;
     // Within a minute of the last extension a request writes nothing.
     assert!(is_signed_in(&app, &app.client).await);
     assert_eq!(stored_expiry(&app.pool).await, near);
     // Later, the next request pushes the expiry back by the whole idle time.
-    age_the_last_touch(&app.pool).await;
+    age_the_last_touch(&app).await;
     assert!(is_signed_in(&app, &app.client).await);
     let extended = stored_expiry(&app.pool).await;
     assert!(

@@ -121,6 +121,7 @@ async fn revoked_expired_unknown_and_cross_site_tokens_are_refused(pool: PgPool)
     .execute(&app.pool)
     .await
     .unwrap();
+    app.caught_up().await;
     let (good, _) = mint(&app, &app.client, "good").await;
 
     for token in [
@@ -175,6 +176,7 @@ async fn people_revoke_their_own_tokens_and_admins_anyones(pool: PgPool) {
     .execute(&app.pool)
     .await
     .unwrap();
+    app.caught_up().await;
     let bob_id: uuid::Uuid =
         sqlx::query_scalar("SELECT id FROM users WHERE email = 'bob@example.com'")
             .fetch_one(&app.pool)

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Where a tool call comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Surface {
     /// A person calling a tool by hand in the console.
     Playground,

@@ -31,6 +31,8 @@ pub struct TestApp {
     pub pool: PgPool,
     pub client: reqwest::Client,
     pub local: Option<Arc<LocalLinks>>,
+    /// What the server remembers of authority.
+    pub memos: Arc<strad_server::memo::Memos>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
@@ -46,6 +48,23 @@ impl TestApp {
             .send()
             .await
             .expect("request")
+    }
+
+    /// Returns once the server has heard every change committed before the call: for a
+    /// test that changes authority in the database behind strad's back, as another
+    /// instance or the command line would.
+    pub async fn caught_up(&self) {
+        for _ in 0..50 {
+            let heard = tokio::time::timeout(
+                std::time::Duration::from_millis(200),
+                self.memos.caught_up(&self.pool),
+            );
+            if let Ok(sent) = heard.await {
+                sent.expect("pg_notify");
+                return;
+            }
+        }
+        panic!("the server did not hear its changes within 10 s");
     }
 
     /// A second browser: its own cookie jar.
@@ -135,7 +154,8 @@ pub async fn spawn_app_with(
     let config = Config::from_sources(file, &env).expect("config");
     let connect = (*pool.connect_options()).clone();
     let listener = listener.into_std().expect("std listener");
-    let (ready, is_ready) = oneshot::channel::<Option<Arc<LocalLinks>>>();
+    type Ready = (Option<Arc<LocalLinks>>, Arc<strad_server::memo::Memos>);
+    let (ready, is_ready) = oneshot::channel::<Ready>();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -153,19 +173,20 @@ pub async fn spawn_app_with(
             let app = Application::build_with(config, pool, listener)
                 .await
                 .expect("build");
-            let _ = ready.send(app.local_links());
+            let _ = ready.send((app.local_links(), app.memos()));
             app.run_until(async {
                 let _ = stopped.await;
             })
             .await
         })
     });
-    let local = is_ready.await.expect("strad starts");
+    let (local, memos) = is_ready.await.expect("strad starts");
     TestApp {
         base,
         pool,
         client: client(),
         local,
+        memos,
         stop: Some(stop),
         server: Some(server),
     }

@@ -49,6 +49,7 @@ pub enum PinError {
 
 /// A pin's identity without its bytes: the digest, and the row's version (`xmin`, new on
 /// every write to the row).
+#[derive(Clone, Debug)]
 pub struct PinHead {
     pub sha256: String,
     pub version: String,

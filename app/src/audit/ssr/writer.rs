@@ -90,6 +90,88 @@ pub async fn append_alone(
     append_on(&mut conn, actor, kind, slug, payload).await
 }
 
+/// One event for `Appender`.
+pub struct Event {
+    pub actor: Actor,
+    pub kind: &'static str,
+    pub slug: Option<String>,
+    pub payload: Value,
+}
+
+struct Waiting {
+    event: Event,
+    appended: tokio::sync::oneshot::Sender<Result<i64, String>>,
+}
+
+/// Events appended on their own, from many callers at once: a caller waits until its row is
+/// committed, as with `append_alone`, but rows that arrive while one batch is being written
+/// go together in the next (`audit_append_many`, migration 0007): one lock, one commit.
+/// Busy routes (tool calls) use it; the chain's lock made their commits queue one by one.
+#[derive(Clone)]
+pub struct Appender(tokio::sync::mpsc::UnboundedSender<Waiting>);
+
+/// Rows written in one statement at most.
+const BATCH: usize = 256;
+
+impl Appender {
+    /// Starts the writer on `pool`; it stops when every `Appender` is dropped.
+    pub fn spawn(pool: PgPool) -> Self {
+        let (send, mut received) = tokio::sync::mpsc::unbounded_channel::<Waiting>();
+        tokio::spawn(async move {
+            let mut batch = Vec::with_capacity(BATCH);
+            while received.recv_many(&mut batch, BATCH).await > 0 {
+                let events: Vec<&Event> = batch.iter().map(|w| &w.event).collect();
+                match append_many(&pool, &events).await {
+                    Ok(ids) if ids.len() == batch.len() => {
+                        for (waiting, id) in batch.drain(..).zip(ids) {
+                            let _ = waiting.appended.send(Ok(id));
+                        }
+                    }
+                    outcome => {
+                        let why = match outcome {
+                            Err(error) => error.to_string(),
+                            Ok(_) => "the audit log appended fewer rows than asked".into(),
+                        };
+                        for waiting in batch.drain(..) {
+                            let _ = waiting.appended.send(Err(why.clone()));
+                        }
+                    }
+                }
+            }
+        });
+        Self(send)
+    }
+
+    /// Appends `event`; returns its id once committed.
+    pub async fn append(&self, event: Event) -> Result<i64, sqlx::Error> {
+        let (appended, id) = tokio::sync::oneshot::channel();
+        self.0
+            .send(Waiting { event, appended })
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        match id.await {
+            Ok(Ok(id)) => Ok(id),
+            Ok(Err(why)) => Err(sqlx::Error::Protocol(why)),
+            Err(_) => Err(sqlx::Error::PoolClosed),
+        }
+    }
+}
+
+async fn append_many(pool: &PgPool, events: &[&Event]) -> Result<Vec<i64>, sqlx::Error> {
+    let ids: Vec<Option<Uuid>> = events.iter().map(|e| e.actor.id).collect();
+    let emails: Vec<Option<&str>> = events.iter().map(|e| e.actor.email.as_deref()).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
+    let slugs: Vec<Option<&str>> = events.iter().map(|e| e.slug.as_deref()).collect();
+    let payloads: Vec<&Value> = events.iter().map(|e| &e.payload).collect();
+    sqlx::query_scalar("SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[])")
+        .bind(ids)
+        .bind(emails)
+        .bind(kinds)
+        .bind(slugs)
+        .bind(payloads)
+        .fetch_all(pool)
+        .await
+}
+
 /// `audit_append` (migration 0005) locks the chain, reads the last hash, hashes the row
 /// exactly as `row_hash` does, and inserts it, in one statement.
 async fn append_on(

@@ -40,7 +40,7 @@ pub struct SessionPerson {
 }
 
 /// How the session was signed in (SPEC §3).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionKind {
     /// Through the identity provider (or local mode's link).
     #[default]

@@ -86,16 +86,17 @@ pub async fn verify(
     .await
 }
 
-/// The owner of a live token, with their roles, in one statement: what `/mcp` needs on
-/// every request. `last_used_at` is kept to the minute, so a busy client does not turn every
-/// request into a write (a commit that waits for the disk).
+/// The owner of a live token, with their roles, and when the token expires, in one
+/// statement: what `/mcp` needs on every request. `last_used_at` is kept to the minute, so a
+/// busy client does not turn every request into a write (a commit that waits for the disk).
 pub async fn verify_with_owner(
     db: impl PgExecutor<'_>,
     secret: &str,
-) -> Result<Option<(Uuid, users::UserRow, Vec<crate::auth::Role>)>, sqlx::Error> {
+) -> Result<Option<(Uuid, users::UserRow, Vec<crate::auth::Role>, OffsetDateTime)>, sqlx::Error> {
     #[derive(FromRow)]
     struct Row {
         token_id: Uuid,
+        expires_at: OffsetDateTime,
         #[sqlx(flatten)]
         user: users::UserRow,
         roles: Vec<String>,
@@ -105,22 +106,29 @@ pub async fn verify_with_owner(
     }
     let row = sqlx::query_as::<_, Row>(&format!(
         "WITH t AS (
-             SELECT id, user_id, last_used_at FROM login_tokens
+             SELECT id, user_id, last_used_at, expires_at FROM login_tokens
              WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()),
          touched AS (
              UPDATE login_tokens SET last_used_at = now()
              WHERE id IN (SELECT id FROM t
                           WHERE last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
              RETURNING id)
-         SELECT t.id AS token_id, {}
+         SELECT t.id AS token_id, t.expires_at, {}
          FROM t JOIN users u ON u.id = t.user_id LEFT JOIN user_roles r ON r.user_id = u.id
-         GROUP BY t.id, u.id",
+         GROUP BY t.id, t.expires_at, u.id",
         users::USER_AND_ROLE_NAMES
     ))
     .bind(hash(secret))
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|row| (row.token_id, row.user, users::known_roles(&row.roles))))
+    Ok(row.map(|row| {
+        (
+            row.token_id,
+            row.user,
+            users::known_roles(&row.roles),
+            row.expires_at,
+        )
+    }))
 }
 
 pub async fn list(
