@@ -10,6 +10,7 @@ use app::{App, shell};
 use axum::Router;
 use axum::extract::FromRef;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
@@ -198,7 +199,14 @@ impl Application {
             signal.await;
             let _ = stopping.send(true);
         };
-        let server = axum::serve(self.listener, self.router).with_graceful_shutdown(signal);
+        // Answers go out as written: with Nagle's algorithm, the later pieces of a streamed
+        // answer (an SSE event after its headers) waited for the client's delayed ACK.
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(error.message = %error, "could not set TCP_NODELAY");
+            }
+        });
+        let server = axum::serve(listener, self.router).with_graceful_shutdown(signal);
         let deadline = async move {
             let _ = stop_seen.wait_for(|stopping| *stopping).await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;

@@ -31,7 +31,8 @@ pub async fn signed_in_person(
 }
 
 /// The signed-in person, as stored in the session. Only the id: roles and the user row are
-/// read from the database on every request, so a revoked role takes effect at once.
+/// read on every request, so a revoked role takes effect at once (the busy routes read them
+/// through the server's memo, which forgets them on every change).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionPerson {
     pub user_id: Uuid,
