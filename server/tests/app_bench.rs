@@ -192,6 +192,106 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         }
     }
 
+    // Where an app call's added time goes, at one caller: a round trip to strad that does
+    // nothing (`/healthz`), one audit row committed on its own, and an app call refused by
+    // policy (every check and its audit row; nothing upstream).
+    let health = {
+        let (client, url) = (admin.clone(), app.url("/healthz"));
+        move || {
+            let (client, url) = (client.clone(), url.clone());
+            async move {
+                let response = client.get(url).send().await.map_err(|e| e.to_string())?;
+                response.bytes().await.map(drop).map_err(|e| e.to_string())
+            }
+        }
+    };
+    let audit_row = {
+        let pool = app.pool.clone();
+        move || {
+            let pool = pool.clone();
+            async move {
+                let actor = app::audit::ssr::writer::Actor::system();
+                app::audit::ssr::writer::append_alone(&pool, &actor, "bench", None, &json!({}))
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    };
+    let refused = {
+        let (client, url, origin) = (
+            admin.clone(),
+            app.url("/apps/clock/tools/call"),
+            app.base.clone(),
+        );
+        move || {
+            let (client, url, origin) = (client.clone(), url.clone(), origin.clone());
+            async move {
+                let response = client
+                    .post(url)
+                    .header("origin", origin)
+                    .header("sec-fetch-site", "same-origin")
+                    .json(&json!({"name": "no-such-tool", "arguments": {}}))
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if response.status() != 403 {
+                    return Err(format!("status {}", response.status()));
+                }
+                response.bytes().await.map(drop).map_err(|e| e.to_string())
+            }
+        }
+    };
+    // strad's own upstream client (its `Hub`), driven from the benchmark like the direct
+    // clients: what the client costs, apart from where it runs.
+    let hub_call = {
+        let (changes, _) = tokio::sync::mpsc::unbounded_channel();
+        let hub = Arc::new(app::servers::ssr::client::Hub::new(
+            app::servers::ssr::client::HubSettings::default(),
+            changes,
+        ));
+        let endpoint = app::servers::ssr::client::Endpoint::Http {
+            url: upstream.url.clone(),
+        };
+        move || {
+            let (hub, endpoint) = (hub.clone(), endpoint.clone());
+            async move {
+                hub.call_tool("clock", &endpoint, "get-time", serde_json::Map::new())
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    };
+    measure(300, 1, hub_call.clone()).await;
+    println!("\nwhere an app call's added time goes, 1 caller, {CALLS} each");
+    println!("| what | p50 | p99 |");
+    println!("|---|---|---|");
+    for (what, f) in [
+        (
+            "a round trip to strad that does nothing (`GET /healthz`)",
+            measure(CALLS, 1, health).await,
+        ),
+        (
+            "one audit row committed on its own (from the benchmark)",
+            measure(CALLS, 1, audit_row).await,
+        ),
+        (
+            "an app call refused by policy: every check and its audit row, nothing upstream",
+            measure(CALLS, 1, refused).await,
+        ),
+        (
+            "the upstream call by strad's own client (`Hub`), from the benchmark",
+            measure(CALLS, 1, hub_call).await,
+        ),
+        (
+            "the upstream call by a plain rmcp client (direct, as above)",
+            measure(CALLS, 1, direct.clone()).await,
+        ),
+    ] {
+        println!("| {what} | {} | {} |", ms(f.p50), ms(f.p99));
+    }
+
     // The frame route.
     let apps = TestServer::start().await;
     let script = |n: usize| format!("<script>window.part{n} = {n};</script>");
