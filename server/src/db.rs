@@ -62,8 +62,11 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A changed or deleted session announces its id on `memo::CHANNEL`.
+/// A changed or deleted session announces its id on `memo::CHANNEL`. One statement list, so
+/// one transaction: instances starting together take turns (the lock) instead of failing on
+/// each other's DDL.
 const SESSION_CHANGES: &str = "
+SELECT pg_advisory_xact_lock(8319400174281651557);
 CREATE OR REPLACE FUNCTION strad_session_changed() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
