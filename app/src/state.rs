@@ -18,7 +18,8 @@ pub enum SignInMode {
 
 #[derive(Clone, axum::extract::FromRef)]
 pub struct AppState {
-    pub leptos_options: LeptosOptions,
+    /// Shared: the state is cloned for every request.
+    pub leptos_options: Arc<LeptosOptions>,
     pub pool: PgPool,
     pub sign_in: SignInMode,
     /// The MCP client shared by every request.

@@ -56,7 +56,7 @@ pub struct ServerState {
 
 impl FromRef<ServerState> for LeptosOptions {
     fn from_ref(state: &ServerState) -> Self {
-        state.app.leptos_options.clone()
+        (*state.app.leptos_options).clone()
     }
 }
 
@@ -138,7 +138,7 @@ impl Application {
         crate::memo::spawn_listener(pool.clone(), memos.clone());
         let state = ServerState {
             app: AppState {
-                leptos_options,
+                leptos_options: Arc::new(leptos_options),
                 pool: pool.clone(),
                 sign_in,
                 hub,
@@ -236,7 +236,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .with_expiry(Expiry::OnInactivity(config.auth.session_idle));
 
     let routes = route_list();
-    let leptos_options = state.app.leptos_options.clone();
+    let leptos_options = (*state.app.leptos_options).clone();
     let app_state = state.app.clone();
     let context = move || {
         provide_context(app_state.clone());
