@@ -155,7 +155,19 @@ impl<K: Hash + Eq + Clone, V: Clone> Memo<K, V> {
         keep: impl Fn(&V) -> bool,
         read: impl Future<Output = Result<V, E>>,
     ) -> Result<V, E> {
-        if let Some(value) = self.get(&key) {
+        self.get_or_read_while(key, |_| true, keep, read).await
+    }
+
+    /// `get_or_read`, using a remembered value only while `usable` holds for it (a session
+    /// or a token until its expiry).
+    pub async fn get_or_read_while<E>(
+        &self,
+        key: K,
+        usable: impl Fn(&V) -> bool,
+        keep: impl Fn(&V) -> bool,
+        read: impl Future<Output = Result<V, E>>,
+    ) -> Result<V, E> {
+        if let Some(value) = self.get(&key).filter(|value| usable(value)) {
             return Ok(value);
         }
         let ticket = self.begin(&key);
@@ -181,12 +193,12 @@ pub struct TokenOwner {
 /// Everything remembered, and the waiters of `caught_up`.
 pub struct Memos {
     epoch: Arc<Epoch>,
-    pub sessions: Memo<Id, Record>,
+    pub sessions: Memo<Id, Option<Record>>,
     users: Memo<Uuid, Option<(UserRow, Vec<Role>)>>,
     entitled: Memo<(Uuid, String), ServerRow>,
     decisions: Memo<(SessionKind, String, String, Surface), Decision>,
     pin_heads: Memo<(Uuid, String, String), Option<PinHead>>,
-    tokens: Memo<Vec<u8>, TokenOwner>,
+    tokens: Memo<Vec<u8>, Option<TokenOwner>>,
     reachable: Memo<(String, Option<Vec<String>>), Vec<ServerRow>>,
     syncs: Mutex<HashMap<u64, oneshot::Sender<()>>>,
     /// Announcements heard since start-up (tests wait on it moving).
@@ -342,24 +354,27 @@ impl Memos {
         pool: &PgPool,
         secret: &str,
     ) -> Result<Option<TokenOwner>, sqlx::Error> {
-        let key = app::tokens::ssr::store::hash(secret);
-        if let Some(owner) = self.tokens.get(&key)
-            && owner.expires_at > OffsetDateTime::now_utc()
-        {
-            return Ok(Some(owner));
-        }
-        let ticket = self.tokens.begin(&key);
-        let found = app::tokens::ssr::store::verify_with_owner(pool, secret).await?;
-        let owner = found.map(|(token_id, user, roles, expires_at)| TokenOwner {
-            token_id,
-            user,
-            roles,
-            expires_at,
-        });
-        if let (Some(ticket), Some(owner)) = (ticket, &owner) {
-            self.tokens.finish(&key, ticket, owner.clone());
-        }
-        Ok(owner)
+        let read = async {
+            let found = app::tokens::ssr::store::verify_with_owner(pool, secret).await?;
+            Ok(found.map(|(token_id, user, roles, expires_at)| TokenOwner {
+                token_id,
+                user,
+                roles,
+                expires_at,
+            }))
+        };
+        self.tokens
+            .get_or_read_while(
+                app::tokens::ssr::store::hash(secret),
+                |owner| {
+                    owner
+                        .as_ref()
+                        .is_some_and(|o| o.expires_at > OffsetDateTime::now_utc())
+                },
+                Option::is_some,
+                read,
+            )
+            .await
     }
 
     /// `grants::reachable_servers`.
@@ -534,7 +549,7 @@ mod tests {
         };
         for id in [one, two] {
             let ticket = memos.sessions.begin(&id).unwrap();
-            memos.sessions.finish(&id, ticket, record(id));
+            memos.sessions.finish(&id, ticket, Some(record(id)));
         }
         memos.heard(&format!("session:{one}"));
         assert!(memos.sessions.get(&one).is_none());

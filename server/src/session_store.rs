@@ -47,18 +47,19 @@ impl SessionStore for RememberingStore {
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
-        let sessions = &self.memos.sessions;
-        if let Some(record) = sessions.get(id)
-            && record.expiry_date > OffsetDateTime::now_utc()
-        {
-            return Ok(Some(record));
-        }
-        let ticket = sessions.begin(id);
-        let loaded = self.store.load(id).await?;
-        if let (Some(ticket), Some(record)) = (ticket, &loaded) {
-            sessions.finish(id, ticket, record.clone());
-        }
-        Ok(loaded)
+        self.memos
+            .sessions
+            .get_or_read_while(
+                *id,
+                |record| {
+                    record
+                        .as_ref()
+                        .is_some_and(|r| r.expiry_date > OffsetDateTime::now_utc())
+                },
+                Option::is_some,
+                self.store.load(id),
+            )
+            .await
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {

@@ -116,30 +116,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     // Each side has one session per concurrent caller.
     let upstream_clients = Arc::new(mcp_sessions(&upstream.url, None, 32).await);
     let direct = round_robin(upstream_clients, "get-time");
-    let through = {
-        let (client, url, origin) = (
-            admin.clone(),
-            app.url("/apps/clock/tools/call"),
-            app.base.clone(),
-        );
-        move || {
-            let (client, url, origin) = (client.clone(), url.clone(), origin.clone());
-            async move {
-                let response = client
-                    .post(url)
-                    .header("origin", origin)
-                    .header("sec-fetch-site", "same-origin")
-                    .json(&json!({"name": "get-time", "arguments": {}}))
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if !response.status().is_success() {
-                    return Err(format!("status {}", response.status()));
-                }
-                response.bytes().await.map(drop).map_err(|e| e.to_string())
-            }
-        }
-    };
+    let through = app_call(&app, &admin, "get-time", None);
     let minted: serde_json::Value = server_fn(
         &app,
         &admin,
@@ -218,30 +195,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             }
         }
     };
-    let refused = {
-        let (client, url, origin) = (
-            admin.clone(),
-            app.url("/apps/clock/tools/call"),
-            app.base.clone(),
-        );
-        move || {
-            let (client, url, origin) = (client.clone(), url.clone(), origin.clone());
-            async move {
-                let response = client
-                    .post(url)
-                    .header("origin", origin)
-                    .header("sec-fetch-site", "same-origin")
-                    .json(&json!({"name": "no-such-tool", "arguments": {}}))
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if response.status() != 403 {
-                    return Err(format!("status {}", response.status()));
-                }
-                response.bytes().await.map(drop).map_err(|e| e.to_string())
-            }
-        }
-    };
+    let refused = app_call(&app, &admin, "no-such-tool", Some(403));
     // strad's own upstream client (its `Hub`), driven from the benchmark like the direct
     // clients: what the client costs, apart from where it runs.
     let hub_call = {
@@ -444,6 +398,46 @@ fn round_robin(
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// One app tool call through `POST /apps/clock/tools/call`, as the console's page makes it;
+/// it must answer `expect` (any success when `None`).
+fn app_call(
+    app: &TestApp,
+    admin: &reqwest::Client,
+    tool: &'static str,
+    expect: Option<u16>,
+) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
++ Clone
++ Send
++ 'static {
+    let (client, url, origin) = (
+        admin.clone(),
+        app.url("/apps/clock/tools/call"),
+        app.base.clone(),
+    );
+    move || {
+        let (client, url, origin) = (client.clone(), url.clone(), origin.clone());
+        Box::pin(async move {
+            let response = client
+                .post(url)
+                .header("origin", origin)
+                .header("sec-fetch-site", "same-origin")
+                .json(&json!({"name": tool, "arguments": {}}))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = response.status();
+            let expected = match expect {
+                Some(code) => status.as_u16() == code,
+                None => status.is_success(),
+            };
+            if !expected {
+                return Err(format!("status {status}"));
+            }
+            response.bytes().await.map(drop).map_err(|e| e.to_string())
         })
     }
 }

@@ -8,6 +8,18 @@ use sqlx::PgPool;
 use support::mcp::TestServer;
 use support::*;
 
+/// Grants `widget` to the local admin.
+async fn grant_widget(app: &TestApp, admin: &reqwest::Client) {
+    let granted = server_fn(
+        app,
+        admin,
+        "entitlements/grant",
+        &[("slug", "widget"), ("grantee", "admin@localhost")],
+    )
+    .await;
+    assert_eq!(granted.status(), 200);
+}
+
 /// strad with the test MCP server registered as `widget` (tools and apps approved) and
 /// granted to the local admin.
 async fn setup(pool: PgPool) -> (TestApp, reqwest::Client, TestServer) {
@@ -15,14 +27,7 @@ async fn setup(pool: PgPool) -> (TestApp, reqwest::Client, TestServer) {
     let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
     register_server(&app, &admin, "widget", &server.url, true).await;
-    let granted = server_fn(
-        &app,
-        &admin,
-        "entitlements/grant",
-        &[("slug", "widget"), ("grantee", "admin@localhost")],
-    )
-    .await;
-    assert_eq!(granted.status(), 200);
+    grant_widget(&app, &admin).await;
     (app, admin, server)
 }
 
@@ -194,13 +199,7 @@ async fn the_frame_is_refused_to_strangers_and_never_pinned_cross_site(pool: PgP
         not_granted.text().await.unwrap(),
         missing.text().await.unwrap()
     );
-    server_fn(
-        &app,
-        &admin,
-        "entitlements/grant",
-        &[("slug", "widget"), ("grantee", "admin@localhost")],
-    )
-    .await;
+    grant_widget(&app, &admin).await;
     // A ticket issued, then the pin gone: a cross-site load of the frame does not pin.
     let issued = ticket(&app, &admin, "widget").await.unwrap();
     sqlx::query("DELETE FROM pins")
@@ -878,14 +877,7 @@ async fn remembered_authority_is_forgotten_as_soon_as_it_changes(pool: PgPool) {
     assert_eq!(call_status(&app, &admin).await, 403);
 
     // Through this strad: granted again, it holds at once; revoked, it ends at once.
-    let granted = server_fn(
-        &app,
-        &admin,
-        "entitlements/grant",
-        &[("slug", "widget"), ("grantee", "admin@localhost")],
-    )
-    .await;
-    assert_eq!(granted.status(), 200);
+    grant_widget(&app, &admin).await;
     assert_eq!(call_status(&app, &admin).await, 200);
     assert_eq!(call_status(&app, &admin).await, 200);
     let grant: i64 = sqlx::query_scalar("SELECT id FROM entitlements")
@@ -903,14 +895,7 @@ async fn remembered_authority_is_forgotten_as_soon_as_it_changes(pool: PgPool) {
     assert_eq!(call_status(&app, &admin).await, 403);
 
     // A session ended elsewhere (another instance signed the person out).
-    let granted = server_fn(
-        &app,
-        &admin,
-        "entitlements/grant",
-        &[("slug", "widget"), ("grantee", "admin@localhost")],
-    )
-    .await;
-    assert_eq!(granted.status(), 200);
+    grant_widget(&app, &admin).await;
     assert_eq!(call_status(&app, &admin).await, 200);
     sqlx::query("DELETE FROM tower_sessions.session")
         .execute(&app.pool)
