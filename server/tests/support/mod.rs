@@ -158,8 +158,12 @@ pub async fn spawn_app_with(
     let (ready, is_ready) = oneshot::channel::<Ready>();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = std::thread::spawn(move || {
+        let workers = std::env::var("STRAD_TEST_WORKERS")
+            .ok()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(2);
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(workers)
             .enable_all()
             .build()
             .expect("runtime");

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
-    ClientRequest, Implementation, InitializeRequestParams, ProgressNotificationParam,
-    ProgressToken, ReadResourceRequestParams, RequestId, ServerResult,
+    ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, Implementation,
+    InitializeRequestParams, JsonRpcMessage, ProgressNotificationParam, ProgressToken,
+    ReadResourceRequestParams, RequestId, ServerJsonRpcMessage, ServerNotification, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -83,7 +84,6 @@ type ProgressRoutes = Arc<std::sync::Mutex<HashMap<ProgressToken, ProgressSink>>
 struct Handler {
     slug: String,
     changes: ChangeSender,
-    progress: ProgressRoutes,
 }
 
 impl ClientHandler for Handler {
@@ -108,16 +108,52 @@ impl ClientHandler for Handler {
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.changes.send(self.slug.clone());
     }
+}
 
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let sink = lock(&self.progress).get(&params.progress_token).cloned();
-        if let Some(sink) = sink {
-            let _ = sink.send(params);
+/// Where one request's progress goes, carried in its extensions (never sent). The routing
+/// transport takes the sink out as the request leaves, so no copy of the message keeps it.
+#[derive(Clone)]
+struct RouteProgress(Arc<std::sync::Mutex<Option<ProgressSink>>>);
+
+/// A connection's transport, which routes progress in the order the server sent it: a
+/// call's sink is registered as its request leaves, and each progress notification reaches
+/// its sink as it is read, before the answer read after it. (rmcp hands notifications to
+/// the handler on tasks of their own, which may run after the answer was delivered.)
+struct Routed<T> {
+    inner: T,
+    routes: ProgressRoutes,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Routed<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &item
+            && let Some(RouteProgress(sink)) = request.request.extensions().get::<RouteProgress>()
+            && let Some(sink) = lock(sink).take()
+            && let Some(token) = request.request.get_meta().get_progress_token()
+        {
+            lock(&self.routes).insert(token, sink);
         }
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        let message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(notification) = &message
+            && let ServerNotification::ProgressNotification(progress) = &notification.notification
+            && let Some(sink) = lock(&self.routes).get(&progress.params.progress_token)
+        {
+            let _ = sink.send(progress.params.clone());
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }
 
@@ -338,17 +374,15 @@ impl Hub {
         let connection = self.connection(slug, endpoint).await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let peer = connection.service.peer().clone();
+        let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        if let Some(sink) = progress {
+            let route = RouteProgress(Arc::new(std::sync::Mutex::new(Some(sink))));
+            request.extensions_mut().insert(route);
+        }
         let request = async {
             let handle = peer
-                .send_request_with_option(
-                    ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-                    PeerRequestOptions::no_options(),
-                )
+                .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await?;
-            let reporting = progress.is_some();
-            if let Some(sink) = progress {
-                lock(&connection.progress).insert(handle.progress_token.clone(), sink);
-            }
             let in_flight = InFlight {
                 peer: peer.clone(),
                 id: Some(handle.id.clone()),
@@ -356,14 +390,6 @@ impl Hub {
                 token: handle.progress_token.clone(),
             };
             let answer = handle.await_response().await;
-            if reporting {
-                // rmcp hands each notification to the handler on a task of its own, so a
-                // progress notification sent just before the answer may not have been
-                // routed yet: give those tasks a turn before the route closes.
-                for _ in 0..3 {
-                    tokio::task::yield_now().await;
-                }
-            }
             in_flight.answered();
             match answer? {
                 ServerResult::CallToolResult(result) => Ok(result),
@@ -491,14 +517,16 @@ impl Hub {
         let handler = Handler {
             slug: slug.to_owned(),
             changes: self.changes.clone(),
-            progress: progress.clone(),
         };
-        let service = self.timed(connect(handler, endpoint)).await.map_err(|_| {
-            McpError::Connect(format!(
-                "no answer to initialize within {:?}",
-                self.settings.request_timeout
-            ))
-        })??;
+        let service = self
+            .timed(connect(handler, endpoint, progress.clone()))
+            .await
+            .map_err(|_| {
+                McpError::Connect(format!(
+                    "no answer to initialize within {:?}",
+                    self.settings.request_timeout
+                ))
+            })??;
         let connection = Arc::new(Connection {
             endpoint: endpoint.clone(),
             service,
@@ -566,13 +594,14 @@ fn describe<E: std::fmt::Display + std::fmt::Debug + ?Sized>(err: &E) -> String 
 async fn connect(
     handler: Handler,
     endpoint: &Endpoint,
+    routes: ProgressRoutes,
 ) -> Result<RunningService<RoleClient, Handler>, McpError> {
     let connect_error = |err: &dyn ConnectFailure| McpError::Connect(describe(err));
     match endpoint {
         Endpoint::Http { url } => {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            let inner = StreamableHttpClientTransport::from_uri(url.as_str());
             handler
-                .serve(transport)
+                .serve(Routed { inner, routes })
                 .await
                 .map_err(|e| connect_error(&e))
         }
@@ -587,7 +616,10 @@ async fn connect(
                 .spawn()
                 .map_err(|e| connect_error(&e))?;
             handler
-                .serve(transport)
+                .serve(Routed {
+                    inner: transport,
+                    routes,
+                })
                 .await
                 .map_err(|e| connect_error(&e))
         }
