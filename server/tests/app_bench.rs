@@ -143,10 +143,15 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     println!("\ntool call (get-time of server-basic-vanillajs), {CALLS} calls each");
     println!("| callers | path | calls/s | p50 | p99 |");
     println!("|---|---|---|---|---|");
+    let node = upstream.pid().expect("the upstream server runs");
+    let mut cpu_rows = Vec::new();
     for concurrency in [1, 32] {
-        let d = measure(CALLS, concurrency, direct.clone()).await;
-        let t = measure(CALLS, concurrency, through.clone()).await;
-        let m = measure(CALLS, concurrency, via_mcp.clone()).await;
+        let (d, d_cpu) = with_cpu(node, measure(CALLS, concurrency, direct.clone())).await;
+        let (t, t_cpu) = with_cpu(node, measure(CALLS, concurrency, through.clone())).await;
+        let (m, m_cpu) = with_cpu(node, measure(CALLS, concurrency, via_mcp.clone())).await;
+        for (path, cpu) in [("direct", d_cpu), ("app route", t_cpu), ("`/mcp`", m_cpu)] {
+            cpu_rows.push((concurrency, path, cpu));
+        }
         println!(
             "| {concurrency} | direct (MCP client → upstream) | {:.0} | {} | {} |",
             d.requests_per_second,
@@ -167,6 +172,27 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
                 ms(f.p99.saturating_sub(d.p99))
             );
         }
+    }
+
+    // Where the CPU goes: per call, by whom, and how busy the two cores were.
+    println!("\nCPU time per call (ms), by process, and the machine's cores in use");
+    println!(
+        "| callers | path | strad's threads | load generator | upstream (Node) | PostgreSQL | all | cores busy |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (concurrency, path, cpu) in cpu_rows {
+        let per = |ms: f64| ms / CALLS as f64;
+        let all = cpu.strad + cpu.load + cpu.node + cpu.postgres;
+        println!(
+            "| {concurrency} | {path} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} of {} |",
+            per(cpu.strad),
+            per(cpu.load),
+            per(cpu.node),
+            per(cpu.postgres),
+            per(all),
+            all / cpu.wall,
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+        );
     }
 
     // Where an app call's added time goes, at one caller: a round trip to strad that does
@@ -359,6 +385,100 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             100.0 * s.requests_per_second / n.requests_per_second
         );
     }
+}
+
+/// CPU time in milliseconds, by whom: the test server's threads (strad), the rest of this
+/// process (the load generator), the upstream Node server and every PostgreSQL process; and
+/// the wall-clock time it was measured over.
+#[derive(Clone, Copy, Default)]
+struct Cpu {
+    strad: f64,
+    load: f64,
+    node: f64,
+    postgres: f64,
+    wall: f64,
+}
+
+/// Runs `work` and returns what it gave with the CPU time spent while it ran.
+async fn with_cpu<T>(node: u32, work: impl Future<Output = T>) -> (T, Cpu) {
+    let (before, at) = (cpu_so_far(node), Instant::now());
+    let output = work.await;
+    let after = cpu_so_far(node);
+    let cpu = Cpu {
+        strad: after.strad - before.strad,
+        load: after.load - before.load,
+        node: after.node - before.node,
+        postgres: after.postgres - before.postgres,
+        wall: at.elapsed().as_secs_f64() * 1000.0,
+    };
+    (output, cpu)
+}
+
+/// The CPU time each party has used so far, from `/proc` (user and system time).
+fn cpu_so_far(node: u32) -> Cpu {
+    let tick_ms = 1000.0 / clock_ticks_per_second();
+    let read = |path: std::path::PathBuf| std::fs::read_to_string(path).ok();
+    let mut cpu = Cpu::default();
+    for task in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Some((name, ticks)) = read(task.path().join("stat")).as_deref().and_then(used) {
+            if name.starts_with(STRAD_THREAD) {
+                cpu.strad += ticks * tick_ms;
+            } else {
+                cpu.load += ticks * tick_ms;
+            }
+        }
+    }
+    let node_stat = read(format!("/proc/{node}/stat").into());
+    cpu.node = node_stat
+        .as_deref()
+        .and_then(used)
+        .map_or(0.0, |(_, t)| t * tick_ms);
+    for process in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if !process
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        if let Some(("postgres", ticks)) = read(process.path().join("stat"))
+            .as_deref()
+            .and_then(used)
+            .as_ref()
+            .map(|(name, ticks)| (name.as_str(), *ticks))
+        {
+            cpu.postgres += ticks * tick_ms;
+        }
+    }
+    cpu
+}
+
+/// A `/proc/…/stat` line's command name and its user plus system time, in clock ticks.
+fn used(stat: &str) -> Option<(String, f64)> {
+    // The name is in parentheses and may hold spaces; fields 14 and 15 follow the last one.
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let fields: Vec<&str> = stat.get(close + 2..)?.split_whitespace().collect();
+    let user: f64 = fields.get(11)?.parse().ok()?;
+    let system: f64 = fields.get(12)?.parse().ok()?;
+    Some((stat[open + 1..close].to_owned(), user + system))
+}
+
+fn clock_ticks_per_second() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
 }
 
 type McpSession = rmcp::service::RunningService<rmcp::RoleClient, ()>;

@@ -73,6 +73,11 @@ impl ExampleServer {
             _child: child,
         }
     }
+
+    /// The server's process id (Node itself: the npm bin is a script Node runs).
+    pub fn pid(&self) -> Option<u32> {
+        self._child.id()
+    }
 }
 
 /// strad's own test server (end2end/support/test-mcp-server.mjs): its app HTML, tools and

@@ -130,6 +130,9 @@ pub async fn spawn_app_with_file(pool: PgPool, file: &str, extra_env: &[(&str, &
     spawn_app_with(pool, listener, base, extra_env, Some(file)).await
 }
 
+/// The name of the test server's threads (the benchmark counts their CPU time).
+pub const STRAD_THREAD: &str = "strad-server";
+
 pub async fn spawn_app_with(
     pool: PgPool,
     listener: TcpListener,
@@ -158,12 +161,14 @@ pub async fn spawn_app_with(
     let (ready, is_ready) = oneshot::channel::<Ready>();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = std::thread::spawn(move || {
-        let workers = std::env::var("STRAD_TEST_WORKERS")
+        // As many workers as the binary starts: `TOKIO_WORKER_THREADS`, else one per core.
+        let workers = std::env::var("TOKIO_WORKER_THREADS")
             .ok()
             .and_then(|w| w.parse().ok())
-            .unwrap_or(2);
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
+            .thread_name(STRAD_THREAD)
             .enable_all()
             .build()
             .expect("runtime");
