@@ -14,7 +14,7 @@ use rmcp::model::{
     ReadResourceRequestParams, RequestId, ServerJsonRpcMessage, ServerNotification, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess, Transport};
+use rmcp::transport::{TokioChildProcess, Transport};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -599,7 +599,7 @@ async fn connect(
     let connect_error = |err: &dyn ConnectFailure| McpError::Connect(describe(err));
     match endpoint {
         Endpoint::Http { url } => {
-            let inner = StreamableHttpClientTransport::from_uri(url.as_str());
+            let inner = super::http::transport(url, None);
             handler
                 .serve(Routed { inner, routes })
                 .await

@@ -4,5 +4,6 @@ pub mod client;
 pub mod discover;
 pub mod discovery;
 pub mod form;
+pub mod http;
 pub mod registry;
 pub mod views;
