@@ -67,7 +67,7 @@
 //                          client gives up or the server stops.
 // GET /control returns the current state as JSON:
 //   {url, tools: [names], html: {sha256, bytes}, fault, sessions: [{id, sse}],
-//    hanging}
+//    hanging, calls, cancelled, mcpConnections}
 //   `sse` is true while that session's standalone GET stream is open, so a
 //   test can wait for it before triggering a list_changed notification.
 
@@ -574,6 +574,7 @@ async function handleControl(req, res) {
       hanging: hanging.size,
       calls: state.calls,
       cancelled: state.cancelled,
+      mcpConnections,
     });
   }
   if (req.method !== 'POST') return sendJson(res, 405, { error: 'use GET or POST' }, { Allow: 'GET, POST' });
@@ -645,8 +646,17 @@ async function handleControl(req, res) {
   res.end();
 }
 
+// The TCP connections that have carried /mcp requests (a client that keeps its connections
+// opens few; one that does not opens one per request).
+const mcpSockets = new WeakSet();
+let mcpConnections = 0;
+
 const server = createServer((req, res) => {
   const path = new URL(req.url ?? '/', 'http://x').pathname;
+  if (path === '/mcp' && !mcpSockets.has(req.socket)) {
+    mcpSockets.add(req.socket);
+    mcpConnections += 1;
+  }
   const handler = path === '/mcp' ? handleMcp : path === '/control' ? handleControl : null;
   if (!handler) return sendJson(res, 404, { error: 'not found' });
   handler(req, res).catch((e) => {

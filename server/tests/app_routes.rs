@@ -246,6 +246,42 @@ async fn a_read_only_app_tool_runs_and_is_audited(pool: PgPool) {
     assert!(payload["arguments_sha256"].as_str().unwrap().len() == 64);
 }
 
+/// strad keeps its connection to a server between calls: twenty calls one after another
+/// travel on the connections already open, where a client without a pool (rmcp's default)
+/// opens one per call.
+#[sqlx::test(migrations = false)]
+async fn calls_to_a_server_reuse_its_connection(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    let connections = || async {
+        server.state().await.unwrap()["mcpConnections"]
+            .as_u64()
+            .unwrap()
+    };
+    let warm = call(
+        &app,
+        &admin,
+        "widget",
+        json!({"name": "show-widget", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(warm.status(), 200);
+    let before = connections().await;
+    for n in 0..20 {
+        let label = format!("call {n}");
+        let response = call(
+            &app,
+            &admin,
+            "widget",
+            json!({"name": "show-widget", "arguments": {"label": label}}),
+        )
+        .await;
+        assert_eq!(response.status(), 200);
+    }
+    assert_eq!(calls_of(&server, "show-widget").await, 21);
+    let opened = connections().await - before;
+    assert!(opened <= 2, "20 calls opened {opened} new connections");
+}
+
 /// Calls made at once are audited in one unbroken chain: each audit row is written in a
 /// transaction of its own, so the chain's lock holds from reading the last hash to the insert.
 #[sqlx::test(migrations = false)]
