@@ -24,10 +24,57 @@ pub async fn signed_in_person(
     };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let touched: Option<i64> = session.get(TOUCHED_KEY).await?;
-    if touched.is_none_or(|at| now.saturating_sub(at) >= TOUCH_EVERY_SECONDS) {
+    let due = touched.is_none_or(|at| now.saturating_sub(at) >= TOUCH_EVERY_SECONDS);
+    if due && TOUCHES.claim(session.id(), touched, std::time::Instant::now()) {
         session.insert(TOUCHED_KEY, now).await?;
     }
     Ok(Some(person))
+}
+
+/// Which request of this process extends each session's expiry. Every request in flight
+/// that loaded the session before the first one saved it finds the touch due; without this,
+/// each saved the same row (at 32 requests at once, 32 writes a minute per session).
+static TOUCHES: Touches = Touches(std::sync::Mutex::new(None));
+
+/// How long a claimed touch keeps the others from touching: long enough for its save, short
+/// enough that a touch whose save failed is done again by a later request.
+const CLAIM_HOLDS: std::time::Duration = std::time::Duration::from_secs(5);
+/// Claims remembered at most; past it, all are forgotten (a few sessions are then touched twice).
+const CLAIMS_MAX: usize = 100_000;
+
+type Claims =
+    std::collections::HashMap<tower_sessions::session::Id, (Option<i64>, std::time::Instant)>;
+
+struct Touches(std::sync::Mutex<Option<Claims>>);
+
+impl Touches {
+    /// Whether this request is the one to replace the touch time `seen` of session `id`.
+    fn claim(
+        &self,
+        id: Option<tower_sessions::session::Id>,
+        seen: Option<i64>,
+        now: std::time::Instant,
+    ) -> bool {
+        let Some(id) = id else {
+            return true;
+        };
+        let mut claims = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let claims = claims.get_or_insert_with(Default::default);
+        if let Some((claimed, at)) = claims.get(&id)
+            && *claimed == seen
+            && now.saturating_duration_since(*at) < CLAIM_HOLDS
+        {
+            return false;
+        }
+        if claims.len() >= CLAIMS_MAX {
+            claims.clear();
+        }
+        claims.insert(id, (seen, now));
+        true
+    }
 }
 
 /// The signed-in person, as stored in the session. Only the id: roles and the user row are
@@ -49,4 +96,49 @@ pub enum SessionKind {
     /// From a personal login token (`?token=` on a console URL): may view, may not call
     /// tools through the playground or an app.
     Token,
+}
+
+#[cfg(test)]
+mod touch_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn touches() -> Touches {
+        Touches(std::sync::Mutex::new(None))
+    }
+
+    #[test]
+    fn one_request_touches_what_many_find_due() {
+        let (touches, id, now) = (
+            touches(),
+            tower_sessions::session::Id::default(),
+            Instant::now(),
+        );
+        assert!(touches.claim(Some(id), Some(100), now));
+        for _ in 0..31 {
+            assert!(!touches.claim(Some(id), Some(100), now));
+        }
+        // Another session, and the same session once its touch time has moved on.
+        assert!(touches.claim(Some(tower_sessions::session::Id::default()), Some(100), now));
+        assert!(touches.claim(Some(id), Some(160), now));
+    }
+
+    #[test]
+    fn a_touch_whose_save_failed_is_done_again_later() {
+        let (touches, id, now) = (
+            touches(),
+            tower_sessions::session::Id::default(),
+            Instant::now(),
+        );
+        assert!(touches.claim(Some(id), None, now));
+        assert!(!touches.claim(Some(id), None, now + Duration::from_secs(1)));
+        assert!(touches.claim(Some(id), None, now + CLAIM_HOLDS));
+    }
+
+    #[test]
+    fn a_session_without_an_id_yet_is_always_touched() {
+        let touches = touches();
+        assert!(touches.claim(None, None, Instant::now()));
+        assert!(touches.claim(None, None, Instant::now()));
+    }
 }
