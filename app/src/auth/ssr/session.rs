@@ -34,7 +34,7 @@ pub async fn signed_in_person(
 /// Which request of this process extends each session's expiry. Every request in flight
 /// that loaded the session before the first one saved it finds the touch due; without this,
 /// each saved the same row (at 32 requests at once, 32 writes a minute per session).
-static TOUCHES: Touches = Touches(std::sync::Mutex::new(None));
+static TOUCHES: std::sync::LazyLock<Touches> = std::sync::LazyLock::new(Touches::default);
 
 /// How long a claimed touch keeps the others from touching: long enough for its save, short
 /// enough that a touch whose save failed is done again by a later request.
@@ -45,7 +45,8 @@ const CLAIMS_MAX: usize = 100_000;
 type Claims =
     std::collections::HashMap<tower_sessions::session::Id, (Option<i64>, std::time::Instant)>;
 
-struct Touches(std::sync::Mutex<Option<Claims>>);
+#[derive(Default)]
+struct Touches(std::sync::Mutex<Claims>);
 
 impl Touches {
     /// Whether this request is the one to replace the touch time `seen` of session `id`.
@@ -62,7 +63,6 @@ impl Touches {
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let claims = claims.get_or_insert_with(Default::default);
         if let Some((claimed, at)) = claims.get(&id)
             && *claimed == seen
             && now.saturating_duration_since(*at) < CLAIM_HOLDS
@@ -103,14 +103,10 @@ mod touch_tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    fn touches() -> Touches {
-        Touches(std::sync::Mutex::new(None))
-    }
-
     #[test]
     fn one_request_touches_what_many_find_due() {
         let (touches, id, now) = (
-            touches(),
+            Touches::default(),
             tower_sessions::session::Id::default(),
             Instant::now(),
         );
@@ -126,7 +122,7 @@ mod touch_tests {
     #[test]
     fn a_touch_whose_save_failed_is_done_again_later() {
         let (touches, id, now) = (
-            touches(),
+            Touches::default(),
             tower_sessions::session::Id::default(),
             Instant::now(),
         );
@@ -137,7 +133,7 @@ mod touch_tests {
 
     #[test]
     fn a_session_without_an_id_yet_is_always_touched() {
-        let touches = touches();
+        let touches = Touches::default();
         assert!(touches.claim(None, None, Instant::now()));
         assert!(touches.claim(None, None, Instant::now()));
     }
