@@ -223,14 +223,14 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     // Where the CPU goes: per call, by whom, and how busy the two cores were.
     println!("\nCPU time per call (ms), by process, and the machine's cores in use");
     println!(
-        "| callers | path | strad's threads | load generator | upstream (Node) | PostgreSQL | all | cores busy |"
+        "| callers | path | strad's threads | load generator | upstream (Node) | PostgreSQL | all | cores busy | other processes, ms per call |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (concurrency, path, cpu) in cpu_rows {
         let per = |ms: f64| ms / (ROUNDS * CALLS) as f64;
         let all = cpu.strad + cpu.load + cpu.node + cpu.postgres;
         println!(
-            "| {concurrency} | {path} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} of {} |",
+            "| {concurrency} | {path} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} of {} | {:.3} |",
             per(cpu.strad),
             per(cpu.load),
             per(cpu.node),
@@ -238,6 +238,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             per(all),
             all / cpu.wall,
             std::thread::available_parallelism().map_or(0, |n| n.get()),
+            per(cpu.others()),
         );
     }
 
@@ -412,25 +413,32 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         "\nframe route, a {} KiB app, {ROUNDS} rounds of {FRAMES} loads each, taking turns",
         served.len() / 1024
     );
+    // During strad's turn, CPU per load: strad's, PostgreSQL's (it has nothing to do for a
+    // frame load, so any of it is the database's own work, autovacuum say) and other
+    // processes' (the machine's other tenants), to tell a slow round's cause.
     println!(
-        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx |"
+        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load: strad / PostgreSQL / other processes (µs) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for concurrency in [1, 32] {
         let mut ratios = Vec::new();
         for round in 1..=ROUNDS {
-            let s = measure(FRAMES, concurrency, frame.clone()).await;
+            let (s, cpu) = with_cpu(node, measure(FRAMES, concurrency, frame.clone())).await;
             let n = measure(FRAMES, concurrency, nginx_get.clone()).await;
             let ratio = 100.0 * s.requests_per_second / n.requests_per_second;
             ratios.push(ratio);
+            let per = |ms: f64| 1000.0 * ms / FRAMES as f64;
             println!(
-                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% |",
+                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} / {:.0} / {:.0} |",
                 s.requests_per_second,
                 ms(s.p50),
                 ms(s.p99),
                 n.requests_per_second,
                 ms(n.p50),
-                ms(n.p99)
+                ms(n.p99),
+                per(cpu.strad),
+                per(cpu.postgres),
+                per(cpu.others()),
             );
         }
         ratios.sort_by(f64::total_cmp);
@@ -442,14 +450,16 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
 }
 
 /// CPU time in milliseconds, by whom: the test server's threads (strad), the rest of this
-/// process (the load generator), the upstream Node server and every PostgreSQL process; and
-/// the wall-clock time it was measured over.
+/// process (the load generator), the upstream Node server and every PostgreSQL process; the
+/// whole machine's busy time (all of them and anything else running); and the wall-clock
+/// time it was measured over.
 #[derive(Clone, Copy, Default)]
 struct Cpu {
     strad: f64,
     load: f64,
     node: f64,
     postgres: f64,
+    machine: f64,
     wall: f64,
 }
 
@@ -460,8 +470,14 @@ impl Cpu {
             load: self.load + other.load,
             node: self.node + other.node,
             postgres: self.postgres + other.postgres,
+            machine: self.machine + other.machine,
             wall: self.wall + other.wall,
         }
+    }
+
+    /// Busy time of processes other than those four (a build, a backup, another tenant).
+    fn others(&self) -> f64 {
+        (self.machine - self.strad - self.load - self.node - self.postgres).max(0.0)
     }
 }
 
@@ -475,6 +491,7 @@ async fn with_cpu<T>(node: u32, work: impl Future<Output = T>) -> (T, Cpu) {
         load: after.load - before.load,
         node: after.node - before.node,
         postgres: after.postgres - before.postgres,
+        machine: after.machine - before.machine,
         wall: at.elapsed().as_secs_f64() * 1000.0,
     };
     (output, cpu)
@@ -521,6 +538,22 @@ fn cpu_so_far(node: u32) -> Cpu {
             cpu.postgres += ticks * tick_ms;
         }
     }
+    // The first line of /proc/stat: the machine's time by state, in clock ticks; busy is
+    // everything but idle and waiting for I/O (guest time is already in user time).
+    cpu.machine = read("/proc/stat".into())
+        .as_deref()
+        .and_then(|stat| stat.lines().next().map(str::to_owned))
+        .map_or(0.0, |line| {
+            let ticks: Vec<f64> = line
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|t| t.parse().ok())
+                .collect();
+            let busy: f64 = ticks.iter().take(8).sum::<f64>()
+                - ticks.get(3).copied().unwrap_or(0.0)
+                - ticks.get(4).copied().unwrap_or(0.0);
+            busy * tick_ms
+        });
     cpu
 }
 

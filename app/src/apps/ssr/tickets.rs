@@ -55,8 +55,6 @@ impl FrameTickets {
         ticket
     }
 
-    /// Spends `ticket`: the resource URI it was issued for, when it is unspent, unexpired and
-    /// was issued to `user` for `slug`. Any use spends it, right or wrong.
     /// The resource a live ticket of `user` for `slug` names, without spending it.
     pub fn peek(&self, ticket: &str, user: Uuid, slug: &str) -> Option<String> {
         let tickets = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -65,6 +63,8 @@ impl FrameTickets {
             .then(|| found.uri.clone())
     }
 
+    /// Spends `ticket`: the resource URI it was issued for, when it is unspent, unexpired and
+    /// was issued to `user` for `slug`. Any use spends it, right or wrong.
     pub fn redeem(&self, ticket: &str, user: Uuid, slug: &str) -> Option<String> {
         let found = self
             .0
