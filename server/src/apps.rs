@@ -578,11 +578,11 @@ async fn call_tool(
     match state
         .app
         .hub
-        .call_tool(&slug, &endpoint, &call.name, arguments)
+        .call_tool_answer(&slug, &endpoint, &call.name, arguments)
         .await
     {
-        Ok(result) => {
-            let text = result.to_string();
+        Ok(answer) => {
+            let text = answer.json;
             if let Err(error) = audit("ok".into(), text.len()).await {
                 tracing::error!(error.message = %error, "could not audit a tool call");
                 return refusal(

@@ -11,6 +11,7 @@ pub mod health;
 pub mod memo;
 pub mod prefetch;
 pub mod relay;
+pub mod runtime;
 pub mod security_headers;
 pub mod servers;
 pub mod session_store;

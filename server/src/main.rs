@@ -3,8 +3,11 @@ use strad_server::config::Config;
 use strad_server::startup::Application;
 use strad_server::telemetry;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    strad_server::runtime::build("strad-server")?.block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     telemetry::init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(command) = Command::parse(&args) else {

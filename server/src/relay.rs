@@ -480,13 +480,11 @@ impl ServerHandler for Relay {
             return Err(McpError::internal_error("The request was cancelled.", None));
         };
         match result {
-            Ok(value) => {
-                let size = value.to_string().len();
-                if let Err(error) = audit("ok".into(), size).await {
+            Ok(answer) => {
+                if let Err(error) = audit("ok".into(), answer.json.len()).await {
                     return Err(internal(error));
                 }
-                let result: CallToolResult = serde_json::from_value(value).map_err(internal)?;
-                Ok(CallToolResponse::Complete(result))
+                Ok(CallToolResponse::Complete(answer.result))
             }
             Err(error) => {
                 let _ = audit(format!("error: {error}"), 0).await;

@@ -161,17 +161,8 @@ pub async fn spawn_app_with(
     let (ready, is_ready) = oneshot::channel::<Ready>();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = std::thread::spawn(move || {
-        // As many workers as the binary starts: `TOKIO_WORKER_THREADS`, else one per core.
-        let workers = std::env::var("TOKIO_WORKER_THREADS")
-            .ok()
-            .and_then(|w| w.parse().ok())
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .thread_name(STRAD_THREAD)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        // The runtime the binary starts (`TOKIO_WORKER_THREADS`, else one fewer than the cores).
+        let runtime = strad_server::runtime::build(STRAD_THREAD).expect("runtime");
         runtime.block_on(async move {
             let pool = strad_server::db::pool_options()
                 .max_connections(8)

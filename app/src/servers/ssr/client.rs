@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
     ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, Implementation,
     InitializeRequestParams, JsonRpcMessage, ProgressNotificationParam, ProgressToken,
     ReadResourceRequestParams, RequestId, ServerJsonRpcMessage, ServerNotification, ServerResult,
@@ -348,7 +348,8 @@ impl Hub {
         .await
     }
 
-    /// One `tools/call`. Never retried: a tool may write, and a retry could run it twice.
+    /// One `tools/call`, its result as JSON. Never retried: a tool may write, and a retry
+    /// could run it twice.
     pub async fn call_tool(
         &self,
         slug: &str,
@@ -356,6 +357,18 @@ impl Hub {
         name: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, McpError> {
+        let answer = self.call_tool_answer(slug, endpoint, name, arguments).await?;
+        serde_json::from_str(&answer.json).map_err(|e| McpError::Malformed(e.to_string()))
+    }
+
+    /// One `tools/call`, its result as it came and as the JSON text strad passes on.
+    pub async fn call_tool_answer(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<ToolAnswer, McpError> {
         self.call_tool_reporting(slug, endpoint, name, arguments, None)
             .await
     }
@@ -369,7 +382,7 @@ impl Hub {
         name: &str,
         arguments: serde_json::Map<String, Value>,
         progress: Option<ProgressSink>,
-    ) -> Result<Value, McpError> {
+    ) -> Result<ToolAnswer, McpError> {
         let limit = self.settings.response_limit;
         let connection = self.connection(slug, endpoint).await?;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
@@ -398,7 +411,14 @@ impl Hub {
         };
         let result = self.timed(request).await;
         match result {
-            Ok(Ok(result)) => to_json(&result, limit),
+            Ok(Ok(result)) => {
+                let json =
+                    serde_json::to_string(&result).map_err(|e| McpError::Malformed(e.to_string()))?;
+                if json.len() > limit {
+                    return Err(McpError::TooLarge { limit });
+                }
+                Ok(ToolAnswer { result, json })
+            }
             Ok(Err(err)) => {
                 let err = service_error(err);
                 if !matches!(err, McpError::Server(_)) {
@@ -642,6 +662,14 @@ fn service_error(err: ServiceError) -> McpError {
         ServiceError::Timeout { timeout } => McpError::Timeout(timeout),
         other => McpError::Transport(describe(&other)),
     }
+}
+
+/// A tool's result, and the same as the JSON text strad passes on: serialized once, both to
+/// hold it to the size limit and to send it, and never parsed again on the way.
+#[derive(Debug)]
+pub struct ToolAnswer {
+    pub result: CallToolResult,
+    pub json: String,
 }
 
 fn to_json<T: serde::Serialize>(value: &T, limit: usize) -> Result<Value, McpError> {
