@@ -417,19 +417,24 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     // frame load, so any of it is the database's own work, autovacuum say) and other
     // processes' (the machine's other tenants), to tell a slow round's cause.
     println!(
-        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load: strad / PostgreSQL / other processes (µs) |"
+        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load: strad / PostgreSQL / other processes (µs) | during strad's turn |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for concurrency in [1, 32] {
         let mut ratios = Vec::new();
         for round in 1..=ROUNDS {
+            let since = database_clock(&app.pool).await;
             let (s, cpu) = with_cpu(node, measure(FRAMES, concurrency, frame.clone())).await;
+            let mut during = database_maintenance_since(&app.pool, &since).await;
+            if !app.memos.is_live() {
+                during.push_str(" strad was not hearing changes (every load read PostgreSQL)");
+            }
             let n = measure(FRAMES, concurrency, nginx_get.clone()).await;
             let ratio = 100.0 * s.requests_per_second / n.requests_per_second;
             ratios.push(ratio);
             let per = |ms: f64| 1000.0 * ms / FRAMES as f64;
             println!(
-                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} / {:.0} / {:.0} |",
+                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} / {:.0} / {:.0} | {during} |",
                 s.requests_per_second,
                 ms(s.p50),
                 ms(s.p99),
@@ -447,6 +452,56 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             ratios[ratios.len() / 2]
         );
     }
+}
+
+/// The database's clock, as text (its own format, compared by the database).
+async fn database_clock(pool: &PgPool) -> String {
+    sqlx::query_scalar("SELECT clock_timestamp()::text")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// The tables of the benchmark's database that autovacuum vacuumed or analyzed after
+/// `since`, and autovacuum's work still running (the database's own work, which a round
+/// shares the cores with).
+async fn database_maintenance_since(pool: &PgPool, since: &str) -> String {
+    let rows: Vec<(String, bool, bool)> = sqlx::query_as(
+        "SELECT relname, coalesce(last_autovacuum > $1::timestamptz, false),
+                coalesce(last_autoanalyze > $1::timestamptz, false)
+         FROM pg_stat_all_tables
+         WHERE last_autovacuum > $1::timestamptz OR last_autoanalyze > $1::timestamptz
+         ORDER BY relname",
+    )
+    .bind(since)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let list = |pick: fn(&(String, bool, bool)) -> bool| {
+        rows.iter()
+            .filter(|row| pick(row))
+            .map(|row| row.0.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (vacuumed, analyzed) = (list(|r| r.1), list(|r| r.2));
+    let mut said = Vec::new();
+    if !vacuumed.is_empty() {
+        said.push(format!("autovacuum of {vacuumed}"));
+    }
+    if !analyzed.is_empty() {
+        said.push(format!("autoanalyze of {analyzed}"));
+    }
+    let running: Vec<String> = sqlx::query_scalar(
+        "SELECT coalesce(query, '') FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    for query in running {
+        said.push(format!("still running: {query}"));
+    }
+    said.join("; ")
 }
 
 /// CPU time in milliseconds, by whom: the test server's threads (strad), the rest of this

@@ -3,6 +3,7 @@
 
 mod support;
 
+use std::time::Duration;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use support::mcp::TestServer;
@@ -280,6 +281,29 @@ async fn calls_to_a_server_reuse_its_connection(pool: PgPool) {
     assert_eq!(calls_of(&server, "show-widget").await, 21);
     let opened = connections().await - before;
     assert!(opened <= 2, "20 calls opened {opened} new connections");
+}
+
+/// A connection idle longer than strad keeps one is not used again: servers close theirs after
+/// a few idle seconds (Node and uvicorn: 5 s), and a call sent on a connection as it closes is
+/// lost. The wait is the point of the test: the idle time is what is tested.
+#[sqlx::test(migrations = false)]
+async fn a_connection_idle_past_its_time_is_not_used_again(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    let connections = || async {
+        server.state().await.unwrap()["mcpConnections"]
+            .as_u64()
+            .unwrap()
+    };
+    let body = || json!({"name": "show-widget", "arguments": {}});
+    assert_eq!(call(&app, &admin, "widget", body()).await.status(), 200);
+    let before = connections().await;
+    tokio::time::sleep(app::servers::ssr::http::IDLE_FOR + Duration::from_millis(500)).await;
+    assert_eq!(call(&app, &admin, "widget", body()).await.status(), 200);
+    assert_eq!(
+        connections().await - before,
+        1,
+        "the call after the idle time came on a new connection"
+    );
 }
 
 /// Calls made at once are audited in one unbroken chain: each audit row is written in a

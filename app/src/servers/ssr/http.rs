@@ -28,6 +28,12 @@ use sse_stream::Sse;
 
 /// How long a dropped event stream is read to its end before its connection is given up.
 const DRAIN_FOR: Duration = Duration::from_secs(1);
+/// How long an idle connection is kept for the next request: under the keep-alive timeout of
+/// the servers MCP servers run on (Node's http and Python's uvicorn: 5 s), so strad never
+/// sends a request on a connection the server is closing at that moment. That race lost a
+/// call now and then (reqwest's default keeps connections 90 s): "error sending request",
+/// and a tool call is never retried.
+pub const IDLE_FOR: Duration = Duration::from_secs(4);
 /// Redirects followed for one request (same origin, method and body kept: 307 and 308).
 const MAX_REDIRECTS: usize = 10;
 
@@ -49,6 +55,7 @@ impl Pooled {
         let client = reqwest::Client::builder()
             .redirect(same_origin_only())
             .tcp_nodelay(true)
+            .pool_idle_timeout(IDLE_FOR)
             .build()
             .expect("a reqwest client with rustls builds");
         Self(client)
