@@ -413,9 +413,10 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         "\nframe route, a {} KiB app, {ROUNDS} rounds of {FRAMES} loads each, taking turns",
         served.len() / 1024
     );
-    // During strad's turn, CPU per load: strad's, PostgreSQL's (it has nothing to do for a
-    // frame load, so any of it is the database's own work, autovacuum say) and other
-    // processes' (the machine's other tenants), to tell a slow round's cause.
+    // During strad's turn, CPU per load: strad's, PostgreSQL's (a frame load served from
+    // memory asks it nothing: any is strad reading it, or the database's own work such as
+    // autovacuum, named in the last column) and other processes', to tell a slow round's
+    // cause.
     println!(
         "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load: strad / PostgreSQL / other processes (µs) | during strad's turn |"
     );

@@ -3,9 +3,9 @@
 
 mod support;
 
-use std::time::Duration;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use std::time::Duration;
 use support::mcp::TestServer;
 use support::*;
 

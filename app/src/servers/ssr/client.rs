@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
-    ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta, Implementation,
-    InitializeRequestParams, JsonRpcMessage, ProgressNotificationParam, ProgressToken,
-    ReadResourceRequestParams, RequestId, ServerJsonRpcMessage, ServerNotification, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientCapabilities, ClientJsonRpcMessage, ClientRequest, GetExtensions, GetMeta,
+    Implementation, InitializeRequestParams, JsonRpcMessage, ProgressNotificationParam,
+    ProgressToken, ReadResourceRequestParams, RequestId, ServerJsonRpcMessage, ServerNotification,
+    ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::{TokioChildProcess, Transport};
@@ -357,7 +358,9 @@ impl Hub {
         name: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, McpError> {
-        let answer = self.call_tool_answer(slug, endpoint, name, arguments).await?;
+        let answer = self
+            .call_tool_answer(slug, endpoint, name, arguments)
+            .await?;
         serde_json::from_str(&answer.json).map_err(|e| McpError::Malformed(e.to_string()))
     }
 
@@ -412,8 +415,8 @@ impl Hub {
         let result = self.timed(request).await;
         match result {
             Ok(Ok(result)) => {
-                let json =
-                    serde_json::to_string(&result).map_err(|e| McpError::Malformed(e.to_string()))?;
+                let json = serde_json::to_string(&result)
+                    .map_err(|e| McpError::Malformed(e.to_string()))?;
                 if json.len() > limit {
                     return Err(McpError::TooLarge { limit });
                 }
