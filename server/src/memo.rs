@@ -231,6 +231,11 @@ impl Memos {
         self.epoch.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Announcements heard since start-up.
+    pub fn heard_so_far(&self) -> u64 {
+        self.heard.load(Ordering::Acquire)
+    }
+
     /// Whether announcements are heard (so entries may be used).
     pub fn is_live(&self) -> bool {
         self.epoch.live.load(Ordering::Acquire)

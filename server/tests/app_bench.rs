@@ -414,19 +414,23 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         served.len() / 1024
     );
     // During strad's turn, CPU per load: strad's, PostgreSQL's (a frame load served from
-    // memory asks it nothing: any is strad reading it, or the database's own work such as
-    // autovacuum, named in the last column) and other processes', to tell a slow round's
-    // cause.
+    // memory asks it nothing), split into its connections' (strad reading it) and its own
+    // work (checkpoints, WAL writing, autovacuum), and other processes', to tell a slow
+    // round's cause.
     println!(
-        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load: strad / PostgreSQL / other processes (µs) | during strad's turn |"
+        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load (µs): strad / PostgreSQL's connections / PostgreSQL's own work / other processes | during strad's turn |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for concurrency in [1, 32] {
         let mut ratios = Vec::new();
         for round in 1..=ROUNDS {
-            let since = database_clock(&app.pool).await;
+            let (since, heard) = (database_clock(&app.pool).await, app.memos.heard_so_far());
             let (s, cpu) = with_cpu(node, measure(FRAMES, concurrency, frame.clone())).await;
             let mut during = database_maintenance_since(&app.pool, &since).await;
+            let announced = app.memos.heard_so_far() - heard;
+            if announced > 0 {
+                during.push_str(&format!(" {announced} changes to authority heard"));
+            }
             if !app.memos.is_live() {
                 during.push_str(" strad was not hearing changes (every load read PostgreSQL)");
             }
@@ -435,7 +439,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             ratios.push(ratio);
             let per = |ms: f64| 1000.0 * ms / FRAMES as f64;
             println!(
-                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} / {:.0} / {:.0} | {during} |",
+                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} / {:.0} / {:.0} / {:.0} | {during} |",
                 s.requests_per_second,
                 ms(s.p50),
                 ms(s.p99),
@@ -443,7 +447,8 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
                 ms(n.p50),
                 ms(n.p99),
                 per(cpu.strad),
-                per(cpu.postgres),
+                per(cpu.postgres - cpu.postgres_own),
+                per(cpu.postgres_own),
                 per(cpu.others()),
             );
         }
@@ -515,6 +520,9 @@ struct Cpu {
     load: f64,
     node: f64,
     postgres: f64,
+    /// Of `postgres`, its background processes' (checkpointer, WAL writer, background writer,
+    /// autovacuum): the database's own work, not answering a connection.
+    postgres_own: f64,
     machine: f64,
     wall: f64,
 }
@@ -526,6 +534,7 @@ impl Cpu {
             load: self.load + other.load,
             node: self.node + other.node,
             postgres: self.postgres + other.postgres,
+            postgres_own: self.postgres_own + other.postgres_own,
             machine: self.machine + other.machine,
             wall: self.wall + other.wall,
         }
@@ -547,6 +556,7 @@ async fn with_cpu<T>(node: u32, work: impl Future<Output = T>) -> (T, Cpu) {
         load: after.load - before.load,
         node: after.node - before.node,
         postgres: after.postgres - before.postgres,
+        postgres_own: after.postgres_own - before.postgres_own,
         machine: after.machine - before.machine,
         wall: at.elapsed().as_secs_f64() * 1000.0,
     };
@@ -592,6 +602,20 @@ fn cpu_so_far(node: u32) -> Cpu {
             .map(|(name, ticks)| (name.as_str(), *ticks))
         {
             cpu.postgres += ticks * tick_ms;
+            // A connection's process is titled "postgres: <cluster>: <user> <database> …".
+            let title = std::fs::read(process.path().join("cmdline")).unwrap_or_default();
+            let title = String::from_utf8_lossy(&title);
+            if [
+                "checkpointer",
+                "walwriter",
+                "background writer",
+                "autovacuum",
+            ]
+            .iter()
+            .any(|own| title.contains(own))
+            {
+                cpu.postgres_own += ticks * tick_ms;
+            }
         }
     }
     // The first line of /proc/stat: the machine's time by state, in clock ticks; busy is
