@@ -619,7 +619,8 @@ fn cpu_so_far(node: u32) -> Cpu {
         }
     }
     // The first line of /proc/stat: the machine's time by state, in clock ticks; busy is
-    // everything but idle and waiting for I/O (guest time is already in user time).
+    // everything but idle and waiting for I/O, steal included (the hypervisor running its
+    // other guests), and guest time is already in user time.
     cpu.machine = read("/proc/stat".into())
         .as_deref()
         .and_then(|stat| stat.lines().next().map(str::to_owned))

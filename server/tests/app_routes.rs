@@ -299,10 +299,10 @@ async fn a_connection_idle_past_its_time_is_not_used_again(pool: PgPool) {
     let before = connections().await;
     tokio::time::sleep(app::servers::ssr::http::IDLE_FOR + Duration::from_millis(500)).await;
     assert_eq!(call(&app, &admin, "widget", body()).await.status(), 200);
-    assert_eq!(
-        connections().await - before,
-        1,
-        "the call after the idle time came on a new connection"
+    let opened = connections().await - before;
+    assert!(
+        opened >= 1,
+        "the call after the idle time came on the old connection"
     );
 }
 
