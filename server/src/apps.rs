@@ -660,10 +660,10 @@ pub async fn opening_call(
     let result = state
         .app
         .hub
-        .call_tool(&slug, &endpoint, &tool, serde_json::Map::new())
+        .call_tool_answer(&slug, &endpoint, &tool, serde_json::Map::new())
         .await;
     let (outcome, bytes_out) = match &result {
-        Ok(value) => ("ok".to_string(), value.to_string().len()),
+        Ok(answer) => ("ok".to_string(), answer.json.len()),
         Err(error) => (format!("error: {error}"), 0),
     };
     let payload = json!({"tool": tool, "arguments_sha256": sha256_hex(b"{}"), "outcome": outcome, "bytes_in": 0, "bytes_out": bytes_out, "surface": "host"});
@@ -677,8 +677,8 @@ pub async fn opening_call(
         );
     }
     match result {
-        Ok(result) => {
-            Json(json!({"tool": tool, "arguments": {}, "result": result})).into_response()
+        Ok(answer) => {
+            Json(json!({"tool": tool, "arguments": {}, "result": answer.result})).into_response()
         }
         Err(error) => refusal(
             StatusCode::BAD_GATEWAY,

@@ -100,6 +100,13 @@ async fn calls_of(server: &TestServer, tool: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The TCP connections the test server's `/mcp` requests have come on so far.
+async fn mcp_connections(server: &TestServer) -> u64 {
+    server.state().await.unwrap()["mcpConnections"]
+        .as_u64()
+        .unwrap()
+}
+
 #[sqlx::test(migrations = false)]
 async fn the_frame_serves_the_pin_under_exactly_the_frame_csp(pool: PgPool) {
     let (app, admin, server) = setup(pool).await;
@@ -253,11 +260,6 @@ async fn a_read_only_app_tool_runs_and_is_audited(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn calls_to_a_server_reuse_its_connection(pool: PgPool) {
     let (app, admin, server) = setup(pool).await;
-    let connections = || async {
-        server.state().await.unwrap()["mcpConnections"]
-            .as_u64()
-            .unwrap()
-    };
     let warm = call(
         &app,
         &admin,
@@ -266,7 +268,7 @@ async fn calls_to_a_server_reuse_its_connection(pool: PgPool) {
     )
     .await;
     assert_eq!(warm.status(), 200);
-    let before = connections().await;
+    let before = mcp_connections(&server).await;
     for n in 0..20 {
         let label = format!("call {n}");
         let response = call(
@@ -279,7 +281,7 @@ async fn calls_to_a_server_reuse_its_connection(pool: PgPool) {
         assert_eq!(response.status(), 200);
     }
     assert_eq!(calls_of(&server, "show-widget").await, 21);
-    let opened = connections().await - before;
+    let opened = mcp_connections(&server).await - before;
     assert!(opened <= 2, "20 calls opened {opened} new connections");
 }
 
@@ -289,17 +291,12 @@ async fn calls_to_a_server_reuse_its_connection(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn a_connection_idle_past_its_time_is_not_used_again(pool: PgPool) {
     let (app, admin, server) = setup(pool).await;
-    let connections = || async {
-        server.state().await.unwrap()["mcpConnections"]
-            .as_u64()
-            .unwrap()
-    };
     let body = || json!({"name": "show-widget", "arguments": {}});
     assert_eq!(call(&app, &admin, "widget", body()).await.status(), 200);
-    let before = connections().await;
+    let before = mcp_connections(&server).await;
     tokio::time::sleep(app::servers::ssr::http::IDLE_FOR + Duration::from_millis(500)).await;
     assert_eq!(call(&app, &admin, "widget", body()).await.status(), 200);
-    let opened = connections().await - before;
+    let opened = mcp_connections(&server).await - before;
     assert!(
         opened >= 1,
         "the call after the idle time came on the old connection"

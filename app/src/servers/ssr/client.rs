@@ -415,11 +415,7 @@ impl Hub {
         let result = self.timed(request).await;
         match result {
             Ok(Ok(result)) => {
-                let json = serde_json::to_string(&result)
-                    .map_err(|e| McpError::Malformed(e.to_string()))?;
-                if json.len() > limit {
-                    return Err(McpError::TooLarge { limit });
-                }
+                let json = to_text(&result, limit)?;
                 Ok(ToolAnswer { result, json })
             }
             Ok(Err(err)) => {
@@ -675,12 +671,17 @@ pub struct ToolAnswer {
     pub json: String,
 }
 
-fn to_json<T: serde::Serialize>(value: &T, limit: usize) -> Result<Value, McpError> {
-    let bytes = serde_json::to_vec(value).map_err(|e| McpError::Malformed(e.to_string()))?;
-    if bytes.len() > limit {
+/// `value` as JSON text of at most `limit` bytes.
+fn to_text<T: serde::Serialize>(value: &T, limit: usize) -> Result<String, McpError> {
+    let text = serde_json::to_string(value).map_err(|e| McpError::Malformed(e.to_string()))?;
+    if text.len() > limit {
         return Err(McpError::TooLarge { limit });
     }
-    serde_json::from_slice(&bytes).map_err(|e| McpError::Malformed(e.to_string()))
+    Ok(text)
+}
+
+fn to_json<T: serde::Serialize>(value: &T, limit: usize) -> Result<Value, McpError> {
+    serde_json::from_str(&to_text(value, limit)?).map_err(|e| McpError::Malformed(e.to_string()))
 }
 
 fn to_json_list<T: serde::Serialize>(items: &[T], limit: usize) -> Result<Vec<Value>, McpError> {
