@@ -552,22 +552,22 @@ async fn call_tool(
                 .to_string(),
         ),
     };
-    let audit = |outcome: String, bytes_out: usize| {
+    let event = |outcome: String, bytes_out: usize| {
         let payload = json!({
             "tool": call.name, "arguments_sha256": argument_digest, "outcome": outcome,
             "bytes_in": body.len(), "bytes_out": bytes_out,
             "surface": if surface == Surface::App { "app" } else { "playground" },
         });
-        let event = writer::Event {
+        writer::Event {
             actor: ctx.actor(),
             kind,
             slug: Some(slug.clone()),
             payload,
-        };
-        state.audit.append(event)
+        }
     };
     if let Some(message) = refused {
-        if let Err(error) = audit(format!("refused: {decision:?}"), 0).await {
+        let refused = event(format!("refused: {decision:?}"), 0);
+        if let Err(error) = state.audit.append(refused).await {
             tracing::error!(error.message = %error, "could not audit a refused call");
         }
         return refusal(StatusCode::FORBIDDEN, &message);
@@ -575,6 +575,7 @@ async fn call_tool(
     let Some(endpoint) = server.endpoint() else {
         return refusal(StatusCode::BAD_GATEWAY, "The server has no endpoint.");
     };
+    let running = state.audit.running();
     match state
         .app
         .hub
@@ -583,7 +584,7 @@ async fn call_tool(
     {
         Ok(answer) => {
             let text = answer.json;
-            if let Err(error) = audit("ok".into(), text.len()).await {
+            if let Err(error) = running.append(event("ok".into(), text.len())).await {
                 tracing::error!(error.message = %error, "could not audit a tool call");
                 return refusal(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -601,7 +602,7 @@ async fn call_tool(
                 .into_response()
         }
         Err(error) => {
-            let _ = audit(format!("error: {error}"), 0).await;
+            let _ = running.append(event(format!("error: {error}"), 0)).await;
             refusal(
                 StatusCode::BAD_GATEWAY,
                 &format!("The server could not run the tool: {error}"),

@@ -432,18 +432,19 @@ impl ServerHandler for Relay {
         };
         let arguments = request.arguments.clone().unwrap_or_default();
         let digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
-        let audit = |outcome: String, bytes_out: usize| {
+        let event = |outcome: String, bytes_out: usize| {
             let payload = json!({"tool": tool, "arguments_sha256": digest, "outcome": outcome,
                 "bytes_out": bytes_out, "surface": "mcp", "token_id": caller.token_id});
-            self.state.audit.append(writer::Event {
+            writer::Event {
                 actor: caller.actor(),
                 kind: "mcp_tool_call",
                 slug: Some(slug.to_owned()),
                 payload,
-            })
+            }
         };
         if decision != Decision::Run || !server.approves(Capability::Tools) {
-            let _ = audit(format!("refused: {decision:?}"), 0).await;
+            let refused = event(format!("refused: {decision:?}"), 0);
+            let _ = self.state.audit.append(refused).await;
             return Err(denied("This tool is not available to MCP clients here."));
         }
         let Some(endpoint) = server.endpoint() else {
@@ -451,6 +452,7 @@ impl ServerHandler for Relay {
         };
         // Progress comes back under the caller's own token; a cancelled request drops the
         // upstream call, which tells the server it is cancelled.
+        let running = self.state.audit.running();
         let caller_token = context.meta.get_progress_token();
         let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
         let call = self.hub.call_tool_reporting(
@@ -476,18 +478,18 @@ impl ServerHandler for Relay {
         };
         let (result, ()) = tokio::join!(call, forward);
         let Some(result) = result else {
-            let _ = audit("cancelled".into(), 0).await;
+            let _ = running.append(event("cancelled".into(), 0)).await;
             return Err(McpError::internal_error("The request was cancelled.", None));
         };
         match result {
             Ok(answer) => {
-                if let Err(error) = audit("ok".into(), answer.json.len()).await {
+                if let Err(error) = running.append(event("ok".into(), answer.json.len())).await {
                     return Err(internal(error));
                 }
                 Ok(CallToolResponse::Complete(answer.result))
             }
             Err(error) => {
-                let _ = audit(format!("error: {error}"), 0).await;
+                let _ = running.append(event(format!("error: {error}"), 0)).await;
                 Ok(CallToolResponse::Complete(CallToolResult::error(vec![
                     rmcp::model::ContentBlock::text(format!(
                         "The server could not run the tool: {error}"

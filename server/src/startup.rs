@@ -177,6 +177,11 @@ impl Application {
         self.state.memos.clone()
     }
 
+    /// The audit writer busy routes append through (the benchmark reads its batch sizes).
+    pub fn audit(&self) -> app::audit::ssr::writer::Appender {
+        self.state.audit.clone()
+    }
+
     /// Local mode's link minter (tests mint a link instead of reading stdout).
     pub fn local_links(&self) -> Option<Arc<LocalLinks>> {
         self.state.local.clone()

@@ -172,6 +172,8 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     let mut cpu_rows = Vec::new();
     for concurrency in [1, 32] {
         let mut cpu = [Cpu::default(); 3];
+        // Audit commits and rows, app route and `/mcp`.
+        let mut commits = [(0u64, 0u64); 2];
         // Per path through strad: shares of direct, added p50s, added p99s (ms).
         let mut figures = [
             [Vec::new(), Vec::new(), Vec::new()],
@@ -179,10 +181,20 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         ];
         for round in 1..=ROUNDS {
             let (d, d_cpu) = with_cpu(node, measure(CALLS, concurrency, direct.clone())).await;
+            let before = app.audit.written_so_far();
             let (t, t_cpu) = with_cpu(node, measure(CALLS, concurrency, through.clone())).await;
+            let between = app.audit.written_so_far();
             let (m, m_cpu) = with_cpu(node, measure(CALLS, concurrency, via_mcp.clone())).await;
+            let after = app.audit.written_so_far();
             for (sum, one) in cpu.iter_mut().zip([d_cpu, t_cpu, m_cpu]) {
                 *sum = sum.plus(one);
+            }
+            for (sum, (from, to)) in commits
+                .iter_mut()
+                .zip([(before, between), (between, after)])
+            {
+                sum.0 += to.0 - from.0;
+                sum.1 += to.1 - from.1;
             }
             let mut row = format!(
                 "| {concurrency} | {round} | {:.0} | {} | {} |",
@@ -215,22 +227,27 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             ));
         }
         println!("{row}");
-        for (path, cpu) in ["direct", "app route", "`/mcp`"].into_iter().zip(cpu) {
-            cpu_rows.push((concurrency, path, cpu));
+        let rows_per_commit = commits.map(|(batches, rows)| rows as f64 / batches.max(1) as f64);
+        for ((path, cpu), per_commit) in ["direct", "app route", "`/mcp`"]
+            .into_iter()
+            .zip(cpu)
+            .zip([None, Some(rows_per_commit[0]), Some(rows_per_commit[1])])
+        {
+            cpu_rows.push((concurrency, path, cpu, per_commit));
         }
     }
 
     // Where the CPU goes: per call, by whom, and how busy the two cores were.
     println!("\nCPU time per call (ms), by process, and the machine's cores in use");
     println!(
-        "| callers | path | strad's threads | load generator | upstream (Node) | PostgreSQL | all | cores busy | other processes, ms per call |"
+        "| callers | path | strad's threads | load generator | upstream (Node) | PostgreSQL | all | cores busy | other processes, ms per call | audit rows per commit |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for (concurrency, path, cpu) in cpu_rows {
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (concurrency, path, cpu, per_commit) in cpu_rows {
         let per = |ms: f64| ms / (ROUNDS * CALLS) as f64;
         let all = cpu.strad + cpu.load + cpu.node + cpu.postgres;
         println!(
-            "| {concurrency} | {path} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} of {} | {:.3} |",
+            "| {concurrency} | {path} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.2} of {} | {:.3} | {} |",
             per(cpu.strad),
             per(cpu.load),
             per(cpu.node),
@@ -239,6 +256,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             all / cpu.wall,
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             per(cpu.others()),
+            per_commit.map_or("–".into(), |n| format!("{n:.2}")),
         );
     }
 

@@ -5,6 +5,7 @@
 mod support;
 
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use app::audit::ssr::writer::{self, Actor, GENESIS};
 use serde_json::{Value, json};
@@ -773,5 +774,74 @@ async fn rows_appended_together_chain_like_rows_appended_alone(pool: PgPool) {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 64);
+    assert_eq!(first_broken_row(&pool).await, None);
+}
+
+fn together(n: u32) -> writer::Event {
+    writer::Event {
+        actor: writer::Actor::system(),
+        kind: "together",
+        slug: None,
+        payload: serde_json::json!({"n": n}),
+    }
+}
+
+/// Group commit: while tool calls are running, a row waits for theirs, and the rows go in
+/// one commit as soon as the last running call has appended (long before the wait is up).
+#[sqlx::test(migrations = false)]
+async fn a_row_waits_for_the_rows_of_calls_still_running(pool: PgPool) {
+    migrated(&pool).await;
+    let appender = writer::Appender::spawn_lingering(pool.clone(), Duration::from_secs(60));
+    let (first, second) = (appender.running(), appender.running());
+    let mut early = tokio::spawn(first.append(together(1)));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut early)
+            .await
+            .is_err(),
+        "the first row waits while another call runs"
+    );
+    assert_eq!(appender.written_so_far(), (0, 0));
+    let late = tokio::time::timeout(Duration::from_secs(20), second.append(together(2)))
+        .await
+        .expect("the last running call's row ends the wait");
+    late.unwrap();
+    early.await.unwrap().unwrap();
+    assert_eq!(appender.written_so_far(), (1, 2), "one commit, two rows");
+    assert_eq!(first_broken_row(&pool).await, None);
+}
+
+/// A row with no call running is committed at once, whatever the wait; so is a row whose
+/// fellow call ended without a row (refused, failed, cancelled); and a call that runs on
+/// and on holds others' rows for the wait at most.
+#[sqlx::test(migrations = false)]
+async fn a_row_waits_for_nobody_when_no_call_runs(pool: PgPool) {
+    migrated(&pool).await;
+    let appender = writer::Appender::spawn_lingering(pool.clone(), Duration::from_secs(60));
+    let soon = Duration::from_secs(20);
+    tokio::time::timeout(soon, appender.append(together(1)))
+        .await
+        .expect("nothing runs: no wait")
+        .unwrap();
+    let alone = appender.running();
+    tokio::time::timeout(soon, alone.append(together(2)))
+        .await
+        .expect("the only running call's own row does not wait for itself")
+        .unwrap();
+    let (gone, own) = (appender.running(), appender.running());
+    let pending = tokio::spawn(own.append(together(3)));
+    drop(gone);
+    tokio::time::timeout(soon, pending)
+        .await
+        .expect("a call that ended without a row ends the wait")
+        .unwrap()
+        .unwrap();
+    assert_eq!(appender.written_so_far(), (3, 3));
+
+    let short = writer::Appender::spawn_lingering(pool.clone(), Duration::from_millis(200));
+    let _runs_on = short.running();
+    tokio::time::timeout(soon, short.append(together(4)))
+        .await
+        .expect("a call that runs on holds others' rows for the wait at most")
+        .unwrap();
     assert_eq!(first_broken_row(&pool).await, None);
 }

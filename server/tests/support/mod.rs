@@ -33,6 +33,8 @@ pub struct TestApp {
     pub local: Option<Arc<LocalLinks>>,
     /// What the server remembers of authority.
     pub memos: Arc<strad_server::memo::Memos>,
+    /// The audit writer of tool calls.
+    pub audit: app::audit::ssr::writer::Appender,
     stop: Option<oneshot::Sender<()>>,
     server: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
@@ -157,7 +159,11 @@ pub async fn spawn_app_with(
     let config = Config::from_sources(file, &env).expect("config");
     let connect = (*pool.connect_options()).clone();
     let listener = listener.into_std().expect("std listener");
-    type Ready = (Option<Arc<LocalLinks>>, Arc<strad_server::memo::Memos>);
+    type Ready = (
+        Option<Arc<LocalLinks>>,
+        Arc<strad_server::memo::Memos>,
+        app::audit::ssr::writer::Appender,
+    );
     let (ready, is_ready) = oneshot::channel::<Ready>();
     let (stop, stopped) = oneshot::channel::<()>();
     let server = std::thread::spawn(move || {
@@ -173,20 +179,21 @@ pub async fn spawn_app_with(
             let app = Application::build_with(config, pool, listener)
                 .await
                 .expect("build");
-            let _ = ready.send((app.local_links(), app.memos()));
+            let _ = ready.send((app.local_links(), app.memos(), app.audit()));
             app.run_until(async {
                 let _ = stopped.await;
             })
             .await
         })
     });
-    let (local, memos) = is_ready.await.expect("strad starts");
+    let (local, memos, audit) = is_ready.await.expect("strad starts");
     TestApp {
         base,
         pool,
         client: client(),
         local,
         memos,
+        audit,
         stop: Some(stop),
         server: Some(server),
     }

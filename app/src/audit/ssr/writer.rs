@@ -3,6 +3,9 @@
 //! up into a single chain. Callers pass their own transaction, so a change and its audit
 //! row commit together or not at all.
 
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
@@ -108,7 +111,59 @@ struct Waiting {
 /// go together in the next (`audit_append_many`, migration 0007): one lock, one commit.
 /// Busy routes (tool calls) use it; the chain's lock made their commits queue one by one.
 #[derive(Clone)]
-pub struct Appender(tokio::sync::mpsc::UnboundedSender<Waiting>);
+pub struct Appender {
+    send: tokio::sync::mpsc::UnboundedSender<Waiting>,
+    written: std::sync::Arc<Written>,
+}
+
+/// What the writer has written so far (batches, that is commits, and rows), and the calls
+/// running whose rows are still to come.
+#[derive(Default)]
+struct Written {
+    batches: std::sync::atomic::AtomicU64,
+    rows: std::sync::atomic::AtomicU64,
+    running: std::sync::atomic::AtomicUsize,
+    /// Told when the last running call ends, so a waiting writer need not wait longer.
+    none_running: tokio::sync::Notify,
+}
+
+/// A call on its way whose row will follow (`Appender::running`): while any is running, the
+/// writer waits up to `LINGER` for more rows before it commits.
+pub struct Running {
+    appender: Appender,
+}
+
+impl Running {
+    /// Appends this call's row, which ends its running, and returns its id once committed.
+    pub async fn append(self, event: Event) -> Result<i64, sqlx::Error> {
+        let appender = self.appender.clone();
+        let committed = appender.queue(event);
+        drop(self);
+        committed?.await
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let written = &self.appender.written;
+        if written.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            written.none_running.notify_one();
+        }
+    }
+}
+
+/// How long the writer waits for the rows of calls still running before it commits what it
+/// has: group commit, as PostgreSQL's own `commit_delay` does for concurrent transactions.
+/// A caller alone never waits; under load one commit carries several rows, and each row
+/// costs the database a fraction of a commit.
+pub fn linger() -> Duration {
+    Duration::from_micros(
+        std::env::var("STRAD_AUDIT_LINGER_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    )
+}
 
 /// Rows written in one statement at most.
 const BATCH: usize = 256;
@@ -116,13 +171,46 @@ const BATCH: usize = 256;
 impl Appender {
     /// Starts the writer on `pool`; it stops when every `Appender` is dropped.
     pub fn spawn(pool: PgPool) -> Self {
+        Self::spawn_lingering(pool, linger())
+    }
+
+    /// Starts the writer on `pool`, waiting up to `linger` for the rows of running calls.
+    pub fn spawn_lingering(pool: PgPool, linger: Duration) -> Self {
         let (send, mut received) = tokio::sync::mpsc::unbounded_channel::<Waiting>();
+        let written = std::sync::Arc::new(Written::default());
+        let counts = written.clone();
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(BATCH);
             while received.recv_many(&mut batch, BATCH).await > 0 {
+                // Until the calls running have all appended, the batch is full, or `linger`
+                // is up. A call's row is sent before it stops counting as running, so its
+                // row is in the channel by the time `none_running` is told.
+                let until = tokio::time::Instant::now() + linger;
+                while !linger.is_zero()
+                    && batch.len() < BATCH
+                    && counts.running.load(Ordering::Acquire) > 0
+                {
+                    let room = BATCH - batch.len();
+                    tokio::select! {
+                        received = received.recv_many(&mut batch, room) => if received == 0 {
+                            break;
+                        },
+                        () = counts.none_running.notified() => {}
+                        () = tokio::time::sleep_until(until) => break,
+                    }
+                }
+                // Rows already sent (the last running call's among them) go in too.
+                while batch.len() < BATCH {
+                    match received.try_recv() {
+                        Ok(waiting) => batch.push(waiting),
+                        Err(_) => break,
+                    }
+                }
                 let events: Vec<&Event> = batch.iter().map(|w| &w.event).collect();
                 match append_many(&pool, &events).await {
                     Ok(ids) if ids.len() == batch.len() => {
+                        counts.batches.fetch_add(1, Ordering::Relaxed);
+                        counts.rows.fetch_add(ids.len() as u64, Ordering::Relaxed);
                         for (waiting, id) in batch.drain(..).zip(ids) {
                             let _ = waiting.appended.send(Ok(id));
                         }
@@ -139,20 +227,47 @@ impl Appender {
                 }
             }
         });
-        Self(send)
+        Self { send, written }
+    }
+
+    /// Batches committed and rows written so far (for the benchmark: rows per commit).
+    pub fn written_so_far(&self) -> (u64, u64) {
+        (
+            self.written.batches.load(Ordering::Relaxed),
+            self.written.rows.load(Ordering::Relaxed),
+        )
+    }
+
+    /// A call starting whose row will follow: hold it while the call runs, and append its
+    /// row through it.
+    pub fn running(&self) -> Running {
+        self.written.running.fetch_add(1, Ordering::AcqRel);
+        Running {
+            appender: self.clone(),
+        }
     }
 
     /// Appends `event`; returns its id once committed.
     pub async fn append(&self, event: Event) -> Result<i64, sqlx::Error> {
+        self.queue(event)?.await
+    }
+
+    /// Hands `event` to the writer at once; the future answers when its row is committed.
+    fn queue(
+        &self,
+        event: Event,
+    ) -> Result<impl Future<Output = Result<i64, sqlx::Error>> + use<>, sqlx::Error> {
         let (appended, id) = tokio::sync::oneshot::channel();
-        self.0
+        self.send
             .send(Waiting { event, appended })
             .map_err(|_| sqlx::Error::PoolClosed)?;
-        match id.await {
-            Ok(Ok(id)) => Ok(id),
-            Ok(Err(why)) => Err(sqlx::Error::Protocol(why)),
-            Err(_) => Err(sqlx::Error::PoolClosed),
-        }
+        Ok(async move {
+            match id.await {
+                Ok(Ok(id)) => Ok(id),
+                Ok(Err(why)) => Err(sqlx::Error::Protocol(why)),
+                Err(_) => Err(sqlx::Error::PoolClosed),
+            }
+        })
     }
 }
 
