@@ -147,15 +147,28 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     measure(300, 4, direct.clone()).await;
     measure(300, 4, through.clone()).await;
     measure(300, 4, via_mcp.clone()).await;
-    // For a profiler: `STRAD_BENCH_ONLY=app|mcp` runs only that path, 32 callers, 30 000 calls.
+    // For a profiler: `STRAD_BENCH_ONLY=app|mcp|refused` runs only that path (`refused`: an
+    // app call refused by policy), 15 000 calls, from 32 callers or with `:1` from one.
     if let Ok(only) = std::env::var("STRAD_BENCH_ONLY") {
         eprintln!("profiling window: pid {}", std::process::id());
-        let f = if only == "mcp" {
-            measure(10 * CALLS, 32, via_mcp).await
-        } else {
-            measure(10 * CALLS, 32, through).await
+        let (path, callers) = match only.split_once(':') {
+            Some((path, "1")) => (path, 1),
+            _ => (only.as_str(), 32),
         };
-        println!("{only}: {:.0} calls/s", f.requests_per_second);
+        let total = 10 * CALLS;
+        let f = match path {
+            "mcp" => measure(total, callers, via_mcp).await,
+            "refused" => {
+                let refused = app_call(&app, &admin, "no-such-tool", Some(403));
+                measure(total, callers, refused).await
+            }
+            _ => measure(total, callers, through).await,
+        };
+        println!(
+            "{only}: {:.0} calls/s, p50 {}",
+            f.requests_per_second,
+            ms(f.p50)
+        );
         return;
     }
     // The three paths take turns, ROUNDS times, so that the machine's slow moments fall on

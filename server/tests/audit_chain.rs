@@ -845,3 +845,31 @@ async fn a_row_waits_for_nobody_when_no_call_runs(pool: PgPool) {
         .unwrap();
     assert_eq!(first_broken_row(&pool).await, None);
 }
+
+/// The writer keeps one connection; when that connection is lost, the row written on it is
+/// reported as not appended (its caller answers with an error, never a silent loss), and
+/// the next row goes in on a new connection.
+#[sqlx::test(migrations = false)]
+async fn the_writer_takes_a_new_connection_when_its_own_is_lost(pool: PgPool) {
+    migrated(&pool).await;
+    let appender = writer::Appender::spawn(pool.clone());
+    appender.append(together(1)).await.unwrap();
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()
+           AND query LIKE '%audit_append_many%'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(ended, [true], "the writer's one connection was ended");
+    assert!(appender.append(together(2)).await.is_err());
+    appender.append(together(3)).await.unwrap();
+    let rows: Vec<i64> =
+        sqlx::query_scalar("SELECT (payload->>'n')::bigint FROM audit_log ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(rows, [1, 3]);
+    assert_eq!(first_broken_row(&pool).await, None);
+}

@@ -177,6 +177,7 @@ impl Appender {
         let counts = written.clone();
         tokio::spawn(async move {
             let mut batch = Vec::with_capacity(BATCH);
+            let mut held: Option<sqlx::pool::PoolConnection<Postgres>> = None;
             while received.recv_many(&mut batch, BATCH).await > 0 {
                 // Until the calls running have all appended, the batch is full, or `linger`
                 // is up. A call's row is sent before it stops counting as running, so its
@@ -203,7 +204,23 @@ impl Appender {
                     }
                 }
                 let events: Vec<&Event> = batch.iter().map(|w| &w.event).collect();
-                match append_many(&pool, &events).await {
+                // The writer keeps one connection while it works, so one backend (warm)
+                // serves every batch; a connection that failed is let go and another taken.
+                let appended = match held.take() {
+                    Some(connection) => Ok(connection),
+                    None => pool.acquire().await,
+                };
+                let appended = match appended {
+                    Ok(mut connection) => {
+                        let appended = append_many(&mut connection, &events).await;
+                        if appended.is_ok() {
+                            held = Some(connection);
+                        }
+                        appended
+                    }
+                    Err(error) => Err(error),
+                };
+                match appended {
                     Ok(ids) if ids.len() == batch.len() => {
                         counts.batches.fetch_add(1, Ordering::Relaxed);
                         counts.rows.fetch_add(ids.len() as u64, Ordering::Relaxed);
@@ -267,7 +284,10 @@ impl Appender {
     }
 }
 
-async fn append_many(pool: &PgPool, events: &[&Event]) -> Result<Vec<i64>, sqlx::Error> {
+async fn append_many(
+    connection: &mut PgConnection,
+    events: &[&Event],
+) -> Result<Vec<i64>, sqlx::Error> {
     let ids: Vec<Option<Uuid>> = events.iter().map(|e| e.actor.id).collect();
     let emails: Vec<Option<&str>> = events.iter().map(|e| e.actor.email.as_deref()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
@@ -279,7 +299,7 @@ async fn append_many(pool: &PgPool, events: &[&Event]) -> Result<Vec<i64>, sqlx:
         .bind(kinds)
         .bind(slugs)
         .bind(payloads)
-        .fetch_all(pool)
+        .fetch_all(connection)
         .await
 }
 
