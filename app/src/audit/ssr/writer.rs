@@ -110,6 +110,9 @@ struct Waiting {
 /// committed, as with `append_alone`, but rows that arrive while one batch is being written
 /// go together in the next (`audit_append_many`, migration 0007): one lock, one commit.
 /// Busy routes (tool calls) use it; the chain's lock made their commits queue one by one.
+/// A call marks itself `running` while it waits on its upstream, and the writer waits up to
+/// `LINGER` for the rows of running calls (group commit). One writer task, on a connection
+/// of its own for as long as that connection works.
 #[derive(Clone)]
 pub struct Appender {
     send: tokio::sync::mpsc::UnboundedSender<Waiting>,
@@ -204,8 +207,9 @@ impl Appender {
                     }
                 }
                 let events: Vec<&Event> = batch.iter().map(|w| &w.event).collect();
-                // The writer keeps one connection while it works, so one backend (warm)
-                // serves every batch; a connection that failed is let go and another taken.
+                // The writer keeps its connection, so one backend, kept warm, serves every
+                // batch; a connection that failed is let go and the next batch takes another.
+                // A failed batch is not tried again: its commit may have happened.
                 let appended = match held.take() {
                     Some(connection) => Ok(connection),
                     None => pool.acquire().await,
