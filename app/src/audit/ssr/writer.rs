@@ -140,8 +140,7 @@ pub struct Running {
 impl Running {
     /// Appends this call's row, which ends its running, and returns its id once committed.
     pub async fn append(self, event: Event) -> Result<i64, sqlx::Error> {
-        let appender = self.appender.clone();
-        let committed = appender.queue(event);
+        let committed = self.appender.queue(event);
         drop(self);
         committed?.await
     }
@@ -210,21 +209,16 @@ impl Appender {
                 // The writer keeps its connection, so one backend, kept warm, serves every
                 // batch; a connection that failed is let go and the next batch takes another.
                 // A failed batch is not tried again: its commit may have happened.
-                let appended = match held.take() {
-                    Some(connection) => Ok(connection),
-                    None => pool.acquire().await,
+                let appended = async {
+                    let mut connection = match held.take() {
+                        Some(connection) => connection,
+                        None => pool.acquire().await?,
+                    };
+                    let ids = append_many(&mut connection, &events).await?;
+                    held = Some(connection);
+                    Ok::<_, sqlx::Error>(ids)
                 };
-                let appended = match appended {
-                    Ok(mut connection) => {
-                        let appended = append_many(&mut connection, &events).await;
-                        if appended.is_ok() {
-                            held = Some(connection);
-                        }
-                        appended
-                    }
-                    Err(error) => Err(error),
-                };
-                match appended {
+                match appended.await {
                     Ok(ids) if ids.len() == batch.len() => {
                         counts.batches.fetch_add(1, Ordering::Relaxed);
                         counts.rows.fetch_add(ids.len() as u64, Ordering::Relaxed);
