@@ -321,7 +321,33 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             }
         }
     };
+    // The same rmcp client session as direct, saying of itself what strad says (the UI
+    // extension): whether what strad declares costs the upstream anything per call.
+    let as_strad = {
+        use rmcp::ServiceExt;
+        let transport = app::servers::ssr::http::transport(&upstream.url, None);
+        let session = Arc::new(
+            app::servers::ssr::client::client_info()
+                .serve(transport)
+                .await
+                .expect("initialize"),
+        );
+        if let Some(info) = session.peer_info() {
+            println!("\nprotocol the upstream chose: {:?}", info.protocol_version);
+        }
+        move || {
+            let session = session.clone();
+            async move {
+                session
+                    .call_tool(rmcp::model::CallToolRequestParams::new("get-time"))
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    };
     measure(300, 1, hub_call.clone()).await;
+    measure(300, 1, as_strad.clone()).await;
     println!("\nwhere an app call's added time goes, 1 caller, {CALLS} each");
     println!("| what | p50 | p99 |");
     println!("|---|---|---|");
@@ -345,6 +371,10 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         (
             "the upstream call by an rmcp client session (direct, as above)",
             measure(CALLS, 1, direct.clone()).await,
+        ),
+        (
+            "the same, its session declaring strad's capabilities (the UI extension)",
+            measure(CALLS, 1, as_strad).await,
         ),
     ] {
         println!("| {what} | {} | {} |", ms(f.p50), ms(f.p99));

@@ -87,19 +87,24 @@ struct Handler {
     changes: ChangeSender,
 }
 
+/// What strad says of itself at initialize: its name and version, and the UI extension.
+pub fn client_info() -> InitializeRequestParams {
+    let mut capabilities = ClientCapabilities::default();
+    let mut ui = serde_json::Map::new();
+    ui.insert(
+        "mimeTypes".into(),
+        Value::from(vec![super::discovery::APP_MIME_TYPE]),
+    );
+    capabilities.extensions = Some([(UI_EXTENSION.to_string(), ui)].into_iter().collect());
+    InitializeRequestParams::new(
+        capabilities,
+        Implementation::new("strad", env!("CARGO_PKG_VERSION")),
+    )
+}
+
 impl ClientHandler for Handler {
     fn get_info(&self) -> InitializeRequestParams {
-        let mut capabilities = ClientCapabilities::default();
-        let mut ui = serde_json::Map::new();
-        ui.insert(
-            "mimeTypes".into(),
-            Value::from(vec![super::discovery::APP_MIME_TYPE]),
-        );
-        capabilities.extensions = Some([(UI_EXTENSION.to_string(), ui)].into_iter().collect());
-        InitializeRequestParams::new(
-            capabilities,
-            Implementation::new("strad", env!("CARGO_PKG_VERSION")),
-        )
+        client_info()
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
