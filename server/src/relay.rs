@@ -305,6 +305,19 @@ fn denied(message: &str) -> McpError {
     McpError::invalid_params(message.to_owned(), None)
 }
 
+/// `/mcp` serves client sessions (`initialize`, protocol 2025-11-25 and before): each has
+/// its own upstream sessions, closed with it, and counts against the token's sessions. A
+/// request of the stateless revision (2026-07-28, its protocol version in its own `_meta`)
+/// would open and drop all of that on every call, so it is refused with a clear error, and
+/// `server/discover` is answered as a server of the session revisions answers it: the
+/// method is not found, and a client that can falls back to `initialize`.
+fn sessions_only() -> McpError {
+    McpError::invalid_request(
+        "strad's /mcp serves MCP sessions: connect with initialize (protocol 2025-11-25 or before)",
+        None,
+    )
+}
+
 fn internal(error: impl std::fmt::Display) -> McpError {
     tracing::error!(error.message = %error, "the relay failed");
     McpError::internal_error("strad could not answer", None)
@@ -317,6 +330,9 @@ impl Relay {
         &self,
         context: &'c RequestContext<RoleServer>,
     ) -> Result<(&'c Caller, Vec<ServerRow>), McpError> {
+        if context.meta.protocol_version().is_some() {
+            return Err(sessions_only());
+        }
         let parts = context
             .extensions
             .get::<axum::http::request::Parts>()
@@ -347,6 +363,15 @@ impl Relay {
 }
 
 impl ServerHandler for Relay {
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, McpError> {
+        Err(McpError::method_not_found::<
+            rmcp::model::DiscoverRequestMethod,
+        >())
+    }
+
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()

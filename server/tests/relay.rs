@@ -682,3 +682,110 @@ async fn past_the_most_sessions_strad_holds_a_new_one_waits_for_a_closed_one(poo
     })
     .await;
 }
+
+/// A client of both revisions (rmcp's `Auto` lifecycle) asks `server/discover` first; strad
+/// answers as a server of the session revisions does, and the client falls back to
+/// `initialize` and gets a session, its calls counted once against the token's sessions.
+#[sqlx::test(migrations = false)]
+async fn a_client_that_asks_for_the_stateless_revision_falls_back_to_a_session(pool: PgPool) {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    // Three new sessions a minute: a client that opened one per request would be refused.
+    let (listener, base) = bind().await;
+    let app = spawn_app_with(
+        pool,
+        listener,
+        base,
+        &[("STRAD_MCP_SESSIONS_PER_MINUTE", "3")],
+        None,
+    )
+    .await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    register_server(&app, &admin, "widgets", &server.url, true).await;
+    grant(&app, &admin, "widgets").await;
+    let (token, _) = mint(&app, &admin).await;
+    let transport = || {
+        let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp"))
+            .auth_header(token.clone());
+        StreamableHttpClientTransport::from_config(config)
+    };
+
+    let mcp = ()
+        .serve_with_lifecycle(
+            transport(),
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+        )
+        .await
+        .expect("a session after discover is not found");
+    let negotiated = mcp.peer_info().map(|info| info.protocol_version.clone());
+    assert_eq!(negotiated, Some(ProtocolVersion::V_2025_11_25));
+    for n in 0..10 {
+        let tools = mcp
+            .list_all_tools()
+            .await
+            .unwrap_or_else(|e| panic!("list {n}: {e}"));
+        assert!(tools.iter().any(|t| t.name == "widgets__show-widget"));
+        mcp.call_tool(CallToolRequestParams::new("widgets__show-widget"))
+            .await
+            .unwrap_or_else(|e| panic!("call {n}: {e}"));
+    }
+    // One upstream session for this client, besides the console's.
+    assert_eq!(upstream_sessions(&server).await.len(), 2);
+    let _ = mcp.cancel().await;
+
+    // A client of the stateless revision only is told so when it connects.
+    let refused = ()
+        .serve_with_lifecycle(
+            transport(),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await;
+    assert!(refused.is_err(), "discover must not succeed");
+}
+
+/// A request of the stateless revision sent without `server/discover` (its protocol version
+/// in its own `_meta`, no session) is refused with a clear error, and nothing is called.
+#[sqlx::test(migrations = false)]
+async fn a_stateless_request_is_refused_and_calls_nothing(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    register_server(&app, &admin, "widgets", &server.url, true).await;
+    grant(&app, &admin, "widgets").await;
+    let (token, _) = mint(&app, &admin).await;
+    let calls_before = server.state().await.unwrap()["calls"].clone();
+    let response = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .bearer_auth(&token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "widgets__show-widget")
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {
+                "name": "widgets__show-widget", "arguments": {},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": {}
+                }
+            }
+        }))
+        .send()
+        .await
+        .unwrap();
+    let body = response.text().await.unwrap();
+    assert!(
+        body.contains("strad's /mcp serves MCP sessions"),
+        "the refusal says why: {body}"
+    );
+    let calls_after = server.state().await.unwrap()["calls"].clone();
+    assert_eq!(calls_after, calls_before, "nothing called upstream");
+}
