@@ -329,25 +329,14 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     let as_strad = {
         use rmcp::ServiceExt;
         let transport = app::servers::ssr::http::transport(&upstream.url, None);
-        let session = Arc::new(
-            app::servers::ssr::client::client_info()
-                .serve(transport)
-                .await
-                .expect("initialize"),
-        );
+        let session = app::servers::ssr::client::client_info()
+            .serve(transport)
+            .await
+            .expect("initialize");
         if let Some(info) = session.peer_info() {
             println!("\nprotocol the upstream chose: {:?}", info.protocol_version);
         }
-        move || {
-            let session = session.clone();
-            async move {
-                session
-                    .call_tool(rmcp::model::CallToolRequestParams::new("get-time"))
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }
-        }
+        round_robin(Arc::new(vec![session]), "get-time")
     };
     measure(300, 1, hub_call.clone()).await;
     measure(300, 1, as_strad.clone()).await;
@@ -740,8 +729,8 @@ async fn mcp_sessions(url: &str, token: Option<&str>, count: usize) -> Vec<McpSe
 }
 
 /// A request that calls `tool` on the next session in turn.
-fn round_robin(
-    sessions: Arc<Vec<McpSession>>,
+fn round_robin<H: rmcp::ClientHandler>(
+    sessions: Arc<Vec<rmcp::service::RunningService<rmcp::RoleClient, H>>>,
     tool: &'static str,
 ) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
 + Clone

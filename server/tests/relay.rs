@@ -30,13 +30,29 @@ async fn mint(app: &TestApp, browser: &reqwest::Client) -> (String, String) {
     )
 }
 
+/// rmcp's own Streamable HTTP client transport to `url`, `token` as its Bearer.
+fn transport(url: &str, token: &str) -> impl rmcp::transport::Transport<rmcp::RoleClient> + use<> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+    StreamableHttpClientTransport::from_config(config)
+}
+
 async fn client(
     url: &str,
     token: &str,
 ) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, String> {
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-    let transport = StreamableHttpClientTransport::from_config(config);
-    ().serve(transport).await.map_err(|e| e.to_string())
+    ().serve(transport(url, token))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The test server registered as `widgets` and granted to the admin, and a login token of
+/// theirs.
+async fn widgets_and_token(app: &TestApp, admin: &reqwest::Client) -> (TestServer, String) {
+    let server = TestServer::start().await;
+    register_server(app, admin, "widgets", &server.url, true).await;
+    grant(app, admin, "widgets").await;
+    let (token, _) = mint(app, admin).await;
+    (server, token)
 }
 
 async fn grant(app: &TestApp, admin: &reqwest::Client, slug: &str) {
@@ -560,10 +576,7 @@ async fn upstream_sessions(server: &TestServer) -> Vec<String> {
 async fn each_client_session_has_its_own_upstream_session_closed_with_it(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
-    let server = TestServer::start().await;
-    register_server(&app, &admin, "widgets", &server.url, true).await;
-    grant(&app, &admin, "widgets").await;
-    let (token, _) = mint(&app, &admin).await;
+    let (server, token) = widgets_and_token(&app, &admin).await;
     // The console's own session (discovery) is there from registration.
     let console = upstream_sessions(&server).await;
     assert_eq!(console.len(), 1, "{console:?}");
@@ -701,19 +714,12 @@ async fn a_client_that_asks_for_the_stateless_revision_falls_back_to_a_session(p
     )
     .await;
     let admin = signed_in_admin(&app).await;
-    let server = TestServer::start().await;
-    register_server(&app, &admin, "widgets", &server.url, true).await;
-    grant(&app, &admin, "widgets").await;
-    let (token, _) = mint(&app, &admin).await;
-    let transport = || {
-        let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp"))
-            .auth_header(token.clone());
-        StreamableHttpClientTransport::from_config(config)
-    };
+    let (server, token) = widgets_and_token(&app, &admin).await;
+    let url = app.url("/mcp");
 
     let mcp = ()
         .serve_with_lifecycle(
-            transport(),
+            transport(&url, &token),
             ClientLifecycleMode::Auto {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
                 legacy_version: Some(ProtocolVersion::V_2025_11_25),
@@ -740,7 +746,7 @@ async fn a_client_that_asks_for_the_stateless_revision_falls_back_to_a_session(p
     // A client of the stateless revision only is told so when it connects.
     let refused = ()
         .serve_with_lifecycle(
-            transport(),
+            transport(&url, &token),
             ClientLifecycleMode::Discover {
                 preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             },
@@ -762,10 +768,7 @@ async fn a_client_that_asks_for_the_stateless_revision_falls_back_to_a_session(p
 async fn a_stateless_request_is_refused_and_calls_nothing(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
-    let server = TestServer::start().await;
-    register_server(&app, &admin, "widgets", &server.url, true).await;
-    grant(&app, &admin, "widgets").await;
-    let (token, _) = mint(&app, &admin).await;
+    let (server, token) = widgets_and_token(&app, &admin).await;
     let calls_before = server.state().await.unwrap()["calls"].clone();
     let response = reqwest::Client::new()
         .post(app.url("/mcp"))
