@@ -88,16 +88,12 @@ fn ms(d: Duration) -> String {
 #[ignore = "a benchmark: run it on purpose (./x bench)"]
 async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     // The benchmark's one token makes thousands of calls a second, in 32 sessions.
-    let (listener, base) = bind().await;
-    let app = spawn_app_with(
+    let app = spawn_app_with_env(
         pool,
-        listener,
-        base,
         &[
             ("STRAD_MCP_RATE_PER_SECOND", "100000"),
             ("STRAD_MCP_SESSIONS_PER_MINUTE", "1000"),
         ],
-        None,
     )
     .await;
     let admin = signed_in_admin(&app).await;

@@ -119,15 +119,7 @@ async fn start_proxy(app: &TestApp, token: &str) -> String {
 #[sqlx::test(migrations = false)]
 async fn the_relay_passes_the_conformance_scenarios_that_apply_to_it(pool: PgPool) {
     // The suite opens a session or more per scenario, all with one token.
-    let (listener, base) = bind().await;
-    let app = spawn_app_with(
-        pool,
-        listener,
-        base,
-        &[("STRAD_MCP_SESSIONS_PER_MINUTE", "1000")],
-        None,
-    )
-    .await;
+    let app = spawn_app_with_env(pool, &[("STRAD_MCP_SESSIONS_PER_MINUTE", "1000")]).await;
     let admin = signed_in_admin(&app).await;
     let one = TestServer::start().await;
     let two = TestServer::start().await;

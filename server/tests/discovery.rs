@@ -298,16 +298,7 @@ async fn without_the_apps_capability_ui_resources_are_never_fetched(pool: PgPool
 
 #[sqlx::test(migrations = false)]
 async fn periodic_discovery_sees_a_change_the_server_did_not_announce(pool: PgPool) {
-    let app = {
-        let (listener, base) = bind().await;
-        spawn_app_on(
-            pool,
-            listener,
-            base,
-            &[("STRAD_DISCOVERY_INTERVAL_SECONDS", "1")],
-        )
-        .await
-    };
+    let app = spawn_app_with_env(pool, &[("STRAD_DISCOVERY_INTERVAL_SECONDS", "1")]).await;
     let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
     register_server(&app, &admin, "quiet", &server.url, true).await;

@@ -86,10 +86,7 @@ async fn a_server_that_dies_is_reached_again_after_it_restarts(pool: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_hanging_server_times_out_and_then_works(pool: PgPool) {
-    let app = {
-        let (listener, base) = bind().await;
-        spawn_app_on(pool, listener, base, &[("STRAD_MCP_TIMEOUT_SECONDS", "1")]).await
-    };
+    let app = spawn_app_with_env(pool, &[("STRAD_MCP_TIMEOUT_SECONDS", "1")]).await;
     let admin = signed_in_admin(&app).await;
     let server = TestServer::start().await;
     register_server(&app, &admin, "sloth", &server.url, true).await;

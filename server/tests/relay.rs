@@ -269,15 +269,7 @@ async fn requests_without_a_valid_token_are_refused_with_401(pool: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_token_past_its_rate_gets_429_with_retry_after(pool: PgPool) {
-    let (listener, base) = bind().await;
-    let app = spawn_app_with(
-        pool,
-        listener,
-        base,
-        &[("STRAD_MCP_RATE_PER_SECOND", "1")],
-        None,
-    )
-    .await;
+    let app = spawn_app_with_env(pool, &[("STRAD_MCP_RATE_PER_SECOND", "1")]).await;
     let admin = signed_in_admin(&app).await;
     let (token, _) = mint(&app, &admin).await;
     let mut statuses = Vec::new();
@@ -304,15 +296,7 @@ async fn a_token_past_its_rate_gets_429_with_retry_after(pool: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_hanging_server_does_not_hold_up_another(pool: PgPool) {
-    let (listener, base) = bind().await;
-    let app = spawn_app_with(
-        pool,
-        listener,
-        base,
-        &[("STRAD_MCP_TIMEOUT_SECONDS", "5")],
-        None,
-    )
-    .await;
+    let app = spawn_app_with_env(pool, &[("STRAD_MCP_TIMEOUT_SECONDS", "5")]).await;
     let admin = signed_in_admin(&app).await;
     let slow = TestServer::start().await;
     let fast = TestServer::start().await;
@@ -664,15 +648,7 @@ async fn a_token_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn past_the_most_sessions_strad_holds_a_new_one_waits_for_a_closed_one(pool: PgPool) {
-    let (listener, base) = bind().await;
-    let app = spawn_app_with(
-        pool,
-        listener,
-        base,
-        &[("STRAD_MCP_SESSIONS_MAX", "2")],
-        None,
-    )
-    .await;
+    let app = spawn_app_with_env(pool, &[("STRAD_MCP_SESSIONS_MAX", "2")]).await;
     let admin = signed_in_admin(&app).await;
     let (token, _) = mint(&app, &admin).await;
     let first = client(&app.url("/mcp"), &token).await.unwrap();
@@ -704,15 +680,7 @@ async fn a_client_that_asks_for_the_stateless_revision_falls_back_to_a_session(p
     use rmcp::model::ProtocolVersion;
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
     // Three new sessions a minute: a client that opened one per request would be refused.
-    let (listener, base) = bind().await;
-    let app = spawn_app_with(
-        pool,
-        listener,
-        base,
-        &[("STRAD_MCP_SESSIONS_PER_MINUTE", "3")],
-        None,
-    )
-    .await;
+    let app = spawn_app_with_env(pool, &[("STRAD_MCP_SESSIONS_PER_MINUTE", "3")]).await;
     let admin = signed_in_admin(&app).await;
     let (server, token) = widgets_and_token(&app, &admin).await;
     let url = app.url("/mcp");

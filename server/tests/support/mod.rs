@@ -201,8 +201,13 @@ pub async fn spawn_app_with(
 
 /// strad in local mode (no issuer).
 pub async fn spawn_app(pool: PgPool) -> TestApp {
+    spawn_app_with_env(pool, &[]).await
+}
+
+/// strad on a port of its own, with `extra_env` over the test settings.
+pub async fn spawn_app_with_env(pool: PgPool, extra_env: &[(&str, &str)]) -> TestApp {
     let (listener, base) = bind().await;
-    spawn_app_on(pool, listener, base, &[]).await
+    spawn_app_on(pool, listener, base, extra_env).await
 }
 
 /// A real OpenID Connect issuer (`end2end/support/oidc-issuer.mjs`).
