@@ -668,8 +668,12 @@ pub async fn opening_call(
         Err(error) => (format!("error: {error}"), 0),
     };
     let payload = json!({"tool": tool, "arguments_sha256": sha256_hex(b"{}"), "outcome": outcome, "bytes_in": 0, "bytes_out": bytes_out, "surface": "host"});
-    let actor = ctx.actor();
-    let audited = writer::append_alone(pool, &actor, "app_tool_call", Some(&slug), &payload);
+    let audited = state.audit.append(writer::Event {
+        actor: ctx.actor(),
+        kind: "app_tool_call",
+        slug: Some(slug.clone()),
+        payload,
+    });
     if let Err(error) = audited.await {
         tracing::error!(error.message = %error, "could not audit the opening call");
         return refusal(

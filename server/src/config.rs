@@ -31,6 +31,9 @@ pub struct Config {
     pub mcp_sessions_max: u32,
     /// Servers declared in the file (the only place a stdio server can come from).
     pub servers: Vec<DeclaredServer>,
+    /// Whether a tool call's answer waits for its audit row to reach the disk, or only for
+    /// its commit (`writer::Flush`).
+    pub audit_calls_flush: app::audit::ssr::writer::Flush,
 }
 
 #[derive(Clone, Debug)]
@@ -196,6 +199,7 @@ const S_SERVERS: &str = "servers (strad.toml [[servers]])";
 const S_MCP_RATE: &str = "STRAD_MCP_RATE_PER_SECOND (mcp.rate_per_second)";
 const S_MCP_SESSIONS: &str = "STRAD_MCP_SESSIONS_PER_MINUTE (mcp.sessions_per_minute)";
 const S_MCP_SESSIONS_MAX: &str = "STRAD_MCP_SESSIONS_MAX (mcp.sessions_max)";
+const S_AUDIT_FLUSH: &str = "STRAD_AUDIT_TOOL_CALLS_FLUSH (audit.tool_calls_flush)";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
 /// silently fall back to a default.
@@ -215,7 +219,15 @@ struct FileConfig {
     #[serde(default)]
     mcp: FileMcp,
     #[serde(default)]
+    audit: FileAudit,
+    #[serde(default)]
     servers: Vec<FileServer>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAudit {
+    tool_calls_flush: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -567,6 +579,19 @@ impl Config {
             1000,
             1_000_000,
         )?;
+        let audit_calls_flush = match var("STRAD_AUDIT_TOOL_CALLS_FLUSH")
+            .or(file.audit.tool_calls_flush)
+            .as_deref()
+        {
+            None | Some("background") => app::audit::ssr::writer::Flush::Background,
+            Some("before_answer") => app::audit::ssr::writer::Flush::BeforeAnswer,
+            Some(other) => {
+                return Err(bad(
+                    S_AUDIT_FLUSH,
+                    format!("`{other}` is not one of: background, before_answer"),
+                ));
+            }
+        };
         let discovery = DiscoveryConfig {
             interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
             request_timeout: std::time::Duration::from_secs(timeout),
@@ -592,6 +617,7 @@ impl Config {
             mcp_sessions_per_minute: mcp_sessions,
             mcp_sessions_max,
             servers,
+            audit_calls_flush,
             http: HttpConfig { bind, public_url },
             database: DatabaseConfig {
                 url: Secret::new(database_url),
@@ -953,6 +979,21 @@ mod tests {
         let config =
             Config::from_sources(Some(file), &env(&[("STRAD_BIND", "127.0.0.1:5000")])).unwrap();
         assert_eq!(config.http.bind.port(), 5000);
+    }
+
+    #[test]
+    fn tool_calls_flush_in_the_background_unless_told_to_wait_for_the_disk() {
+        use app::audit::ssr::writer::Flush;
+        let flush = |file: Option<&str>, pairs: &[(&str, &str)]| {
+            Config::from_sources(file, &env(pairs)).map(|c| c.audit_calls_flush)
+        };
+        assert_eq!(flush(None, &[]), Ok(Flush::Background));
+        let file = "[audit]\ntool_calls_flush = \"before_answer\"\n";
+        assert_eq!(flush(Some(file), &[]), Ok(Flush::BeforeAnswer));
+        let told = [("STRAD_AUDIT_TOOL_CALLS_FLUSH", "background")];
+        assert_eq!(flush(Some(file), &told), Ok(Flush::Background));
+        let err = flush(None, &[("STRAD_AUDIT_TOOL_CALLS_FLUSH", "never")]).unwrap_err();
+        assert_eq!(err.setting, S_AUDIT_FLUSH);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!   directly by MCP clients (rmcp's, over strad's HTTP client, one session per caller), through
 //!   `POST /apps/<slug>/tools/call` (session, entitlement, policy, audit row, strad's client
 //!   upstream), and through `/mcp` by the same MCP clients with a login token (token, scope,
-//!   policy, audit row); 1 and 32 concurrent callers.
+//!   policy, audit row); 1 and 32 concurrent callers. At one caller, also through a second
+//!   strad whose tool calls wait for their audit row's flush to disk
+//!   (`STRAD_AUDIT_TOOL_CALLS_FLUSH=before_answer`).
 //! - Frame route: `GET /apps/<slug>/frame` (session, entitlement, pin, CSP) for a 300 KiB
 //!   app with three inline scripts, and nginx (Debian's package, started here on a loopback
 //!   port) serving the very bytes strad served, with the same load generator.
@@ -272,6 +274,60 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         );
     }
 
+    // The app route at one caller as above (its audit rows flushed in the background, the
+    // default), and through a second strad on the same database whose tool calls also wait
+    // for their row's flush (`STRAD_AUDIT_TOOL_CALLS_FLUSH=before_answer`), taking turns
+    // with direct: what waiting for the disk adds to each call.
+    let strict = spawn_app_with_env(
+        app.pool.clone(),
+        &[("STRAD_AUDIT_TOOL_CALLS_FLUSH", "before_answer")],
+    )
+    .await;
+    let strict_admin = signed_in_admin(&strict).await;
+    let through_strict = app_call(&strict, &strict_admin, "get-time", None);
+    measure(300, 1, through_strict.clone()).await;
+    println!(
+        "\napp route at 1 caller, audit rows flushed in the background (the default) and before the answer (`before_answer`), {ROUNDS} rounds of {CALLS} calls per path, taking turns with direct"
+    );
+    println!(
+        "| round | direct p50 | p99 | background: added p50 | added p99 | before_answer: added p50 | added p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let mut flushes: [Vec<f64>; 4] = Default::default();
+    for round in 1..=ROUNDS {
+        let d = measure(CALLS, 1, direct.clone()).await;
+        let b = measure(CALLS, 1, through.clone()).await;
+        let s = measure(CALLS, 1, through_strict.clone()).await;
+        let added = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1000.0;
+        let row = [
+            added(b.p50, d.p50),
+            added(b.p99, d.p99),
+            added(s.p50, d.p50),
+            added(s.p99, d.p99),
+        ];
+        for (list, value) in flushes.iter_mut().zip(row) {
+            list.push(value);
+        }
+        println!(
+            "| {round} | {} | {} | {:+.2} ms | {:+.2} ms | {:+.2} ms | {:+.2} ms |",
+            ms(d.p50),
+            ms(d.p99),
+            row[0],
+            row[1],
+            row[2],
+            row[3]
+        );
+    }
+    let medians = flushes.map(|mut list| {
+        list.sort_by(f64::total_cmp);
+        list[list.len() / 2]
+    });
+    println!(
+        "| median | | | {:+.2} ms | {:+.2} ms | {:+.2} ms | {:+.2} ms |",
+        medians[0], medians[1], medians[2], medians[3]
+    );
+    drop(strict);
+
     // Where an app call's added time goes, at one caller: a round trip to strad that does
     // nothing (`/healthz`), one audit row committed on its own, and an app call refused by
     // policy (every check and its audit row; nothing upstream).
@@ -292,6 +348,26 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             async move {
                 let actor = app::audit::ssr::writer::Actor::system();
                 app::audit::ssr::writer::append_alone(&pool, &actor, "bench", None, &json!({}))
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            }
+        }
+    };
+    let audit_row_in_background = {
+        let pool = app.pool.clone();
+        move || {
+            let pool = pool.clone();
+            async move {
+                use app::audit::ssr::writer;
+                let event = writer::Event {
+                    actor: writer::Actor::system(),
+                    kind: "bench",
+                    slug: None,
+                    payload: json!({}),
+                };
+                let mut connection = pool.acquire().await.map_err(|e| e.to_string())?;
+                writer::append_many(&mut connection, &[&event], writer::Flush::Background)
                     .await
                     .map(drop)
                     .map_err(|e| e.to_string())
@@ -345,8 +421,12 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             measure(CALLS, 1, health).await,
         ),
         (
-            "one audit row committed on its own (from the benchmark)",
+            "one audit row committed on its own (from the benchmark), waiting for the disk",
             measure(CALLS, 1, audit_row).await,
+        ),
+        (
+            "the same, flushed in the background (as tool calls' rows are by default)",
+            measure(CALLS, 1, audit_row_in_background).await,
         ),
         (
             "an app call refused by policy: every check and its audit row, nothing upstream",

@@ -734,7 +734,7 @@ async fn a_large_export_streams_in_several_chunks_without_a_length(pool: PgPool)
 #[sqlx::test(migrations = false)]
 async fn rows_appended_together_chain_like_rows_appended_alone(pool: PgPool) {
     migrated(&pool).await;
-    let appender = writer::Appender::spawn(pool.clone());
+    let appender = writer::Appender::spawn(pool.clone(), writer::Flush::default());
     let calls = (0..64).map(|n| {
         let appender = appender.clone();
         let pool = pool.clone();
@@ -846,13 +846,58 @@ async fn a_row_waits_for_nobody_when_no_call_runs(pool: PgPool) {
     assert_eq!(first_broken_row(&pool).await, None);
 }
 
+/// Tool calls' rows are committed before their callers are answered, and flushed to disk
+/// in the background unless strad is told to wait for the disk (`writer::Flush`): the
+/// statement that appends them sets that for its own transaction only.
+#[sqlx::test(migrations = false)]
+async fn rows_written_together_are_flushed_as_told_in_their_own_transaction(pool: PgPool) {
+    migrated(&pool).await;
+    let setting = |flush| {
+        let pool = pool.clone();
+        async move {
+            use sqlx::Connection;
+            let mut connection = pool.acquire().await.unwrap();
+            let show = "SHOW synchronous_commit";
+            let mut tx = connection.begin().await.unwrap();
+            let before: String = sqlx::query_scalar(show).fetch_one(&mut *tx).await.unwrap();
+            let event = together(1);
+            writer::append_many(&mut tx, &[&event], flush).await.unwrap();
+            let during: String = sqlx::query_scalar(show).fetch_one(&mut *tx).await.unwrap();
+            tx.commit().await.unwrap();
+            let after: String = sqlx::query_scalar(show)
+                .fetch_one(&mut *connection)
+                .await
+                .unwrap();
+            (before, during, after)
+        }
+    };
+    let on = || "on".to_string();
+    assert_eq!(
+        setting(writer::Flush::Background).await,
+        (on(), "off".to_string(), on())
+    );
+    assert_eq!(
+        setting(writer::Flush::BeforeAnswer).await,
+        (on(), on(), on())
+    );
+    let appender = writer::Appender::spawn(pool.clone(), writer::Flush::Background);
+    let id = appender.append(together(2)).await.unwrap();
+    let committed: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE id = $1")
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(committed, 1, "the row is committed when its caller is told");
+    assert_eq!(first_broken_row(&pool).await, None);
+}
+
 /// The writer keeps one connection; when that connection is lost, the row written on it is
 /// reported as not appended (its caller answers with an error, never a silent loss), and
 /// the next row goes in on a new connection.
 #[sqlx::test(migrations = false)]
 async fn the_writer_takes_a_new_connection_when_its_own_is_lost(pool: PgPool) {
     migrated(&pool).await;
-    let appender = writer::Appender::spawn(pool.clone());
+    let appender = writer::Appender::spawn(pool.clone(), writer::Flush::default());
     appender.append(together(1)).await.unwrap();
     let ended: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity

@@ -112,11 +112,29 @@ struct Waiting {
 /// Busy routes (tool calls) use it; the chain's lock made their commits queue one by one.
 /// A call marks itself `running` while it waits on its upstream, and the writer waits a
 /// while (`Linger`) for the rows of running calls (group commit). One writer task, on a
-/// connection of its own for as long as that connection works.
+/// connection of its own for as long as that connection works. Whether a caller also waits
+/// for the disk is `Flush`.
 #[derive(Clone)]
 pub struct Appender {
     send: tokio::sync::mpsc::UnboundedSender<Waiting>,
     written: std::sync::Arc<Written>,
+}
+
+/// When the rows an `Appender` commits reach the disk. Either way a caller waits until its
+/// row is committed: in the chain, visible to auditors, and safe from a crash of strad. The
+/// choice is whether it also waits for PostgreSQL to flush the commit to disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Flush {
+    /// PostgreSQL flushes the rows in the background (`synchronous_commit = off` for their
+    /// transaction only), within three times `wal_writer_delay` (0.6 s by default). A crash
+    /// of PostgreSQL or of its machine in that time loses the last rows, as a suffix: the
+    /// chain stays whole and nothing else is lost or made inconsistent. A call then does not
+    /// wait for the disk (1–4 ms on a small cloud disk).
+    #[default]
+    Background,
+    /// The caller also waits for the flush, as the database is set to do (by default,
+    /// `synchronous_commit = on`).
+    BeforeAnswer,
 }
 
 /// How long the writer waits for the rows of calls still running before it commits what it
@@ -218,18 +236,19 @@ const BATCH: usize = 256;
 
 impl Appender {
     /// Starts the writer on `pool`, paced by the calls (`Linger::Paced`, up to
-    /// `LINGER_MAX`); it stops when every `Appender` is dropped.
-    pub fn spawn(pool: PgPool) -> Self {
-        Self::spawn_with(pool, Linger::Paced { max: LINGER_MAX })
+    /// `LINGER_MAX`), flushing as `flush` says; it stops when every `Appender` is dropped.
+    pub fn spawn(pool: PgPool, flush: Flush) -> Self {
+        Self::spawn_with(pool, Linger::Paced { max: LINGER_MAX }, flush)
     }
 
     /// Starts the writer on `pool`, waiting exactly `linger` for the rows of running calls.
     pub fn spawn_lingering(pool: PgPool, linger: Duration) -> Self {
-        Self::spawn_with(pool, Linger::Fixed(linger))
+        Self::spawn_with(pool, Linger::Fixed(linger), Flush::default())
     }
 
-    /// Starts the writer on `pool`, waiting for the rows of running calls as `linger` says.
-    pub fn spawn_with(pool: PgPool, linger: Linger) -> Self {
+    /// Starts the writer on `pool`, waiting for the rows of running calls as `linger` says
+    /// and flushing them as `flush` says.
+    pub fn spawn_with(pool: PgPool, linger: Linger, flush: Flush) -> Self {
         let (send, mut received) = tokio::sync::mpsc::unbounded_channel::<Waiting>();
         let written = std::sync::Arc::new(Written::default());
         let counts = written.clone();
@@ -271,7 +290,7 @@ impl Appender {
                         Some(connection) => connection,
                         None => pool.acquire().await?,
                     };
-                    let ids = append_many(&mut connection, &events).await?;
+                    let ids = append_many(&mut connection, &events, flush).await?;
                     held = Some(connection);
                     Ok::<_, sqlx::Error>(ids)
                 };
@@ -340,16 +359,28 @@ impl Appender {
     }
 }
 
-async fn append_many(
+/// Appends `events` in one statement, which is its own transaction unless `connection` is
+/// in one already, and sets how that transaction's commit is flushed (`Flush`). `set_config`
+/// with `is_local` lasts until the transaction ends, so the writer's connection carries
+/// nothing over to its next statement or back to the pool.
+pub async fn append_many(
     connection: &mut PgConnection,
     events: &[&Event],
+    flush: Flush,
 ) -> Result<Vec<i64>, sqlx::Error> {
     let ids: Vec<Option<Uuid>> = events.iter().map(|e| e.actor.id).collect();
     let emails: Vec<Option<&str>> = events.iter().map(|e| e.actor.email.as_deref()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
     let slugs: Vec<Option<&str>> = events.iter().map(|e| e.slug.as_deref()).collect();
     let payloads: Vec<&Value> = events.iter().map(|e| &e.payload).collect();
-    sqlx::query_scalar("SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[])")
+    let statement = match flush {
+        Flush::BeforeAnswer => "SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[])",
+        Flush::Background => {
+            "SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[])
+             FROM set_config('synchronous_commit', 'off', true) AS flushed_in_background"
+        }
+    };
+    sqlx::query_scalar(statement)
         .bind(ids)
         .bind(emails)
         .bind(kinds)
