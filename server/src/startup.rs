@@ -151,10 +151,7 @@ impl Application {
             frames: Arc::default(),
             hints: Arc::default(),
             memos: memos.clone(),
-            audit: app::audit::ssr::writer::Appender::spawn(
-                pool.clone(),
-                config.audit_calls_flush,
-            ),
+            audit: app::audit::ssr::writer::Appender::spawn(pool.clone(), config.audit_calls_flush),
             mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
             mcp_sessions: Arc::new(crate::relay::RateLimits::per_minute(
                 config.mcp_sessions_per_minute,

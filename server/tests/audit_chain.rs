@@ -861,7 +861,9 @@ async fn rows_written_together_are_flushed_as_told_in_their_own_transaction(pool
             let mut tx = connection.begin().await.unwrap();
             let before: String = sqlx::query_scalar(show).fetch_one(&mut *tx).await.unwrap();
             let event = together(1);
-            writer::append_many(&mut tx, &[&event], flush).await.unwrap();
+            writer::append_many(&mut tx, &[&event], flush)
+                .await
+                .unwrap();
             let during: String = sqlx::query_scalar(show).fetch_one(&mut *tx).await.unwrap();
             tx.commit().await.unwrap();
             let after: String = sqlx::query_scalar(show)
