@@ -254,6 +254,65 @@ async fn a_read_only_app_tool_runs_and_is_audited(pool: PgPool) {
     assert!(payload["arguments_sha256"].as_str().unwrap().len() == 64);
 }
 
+/// A call whose audit row cannot be committed is not answered with its result: the app
+/// gets 503 and nothing of what the server said, from the bridge's call and from the
+/// opening call alike, and a later call whose row commits answers as usual.
+#[sqlx::test(migrations = false)]
+async fn a_call_whose_audit_row_cannot_be_committed_answers_503_and_not_its_result(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_tool_call_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'the audit log refuses this row'; END $$;
+         CREATE TRIGGER refuse_tool_call_rows BEFORE INSERT ON audit_log FOR EACH ROW
+         WHEN (NEW.kind = 'app_tool_call') EXECUTE FUNCTION refuse_tool_call_rows();",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let response = call(
+        &app,
+        &admin,
+        "widget",
+        json!({"name": "show-widget", "arguments": {"label": "secret"}}),
+    )
+    .await;
+    assert_eq!(response.status(), 503);
+    let body = response.text().await.unwrap();
+    assert!(!body.contains("widget:secret"), "{body}");
+    assert_eq!(calls_of(&server, "show-widget").await, 1, "the call ran");
+    let opening = post_from_console(
+        &app,
+        &admin,
+        "/apps/widget/opening-call",
+        json!({"uri": "ui://test/widget.html"}),
+    )
+    .await;
+    assert_eq!(opening.status(), 503);
+    assert!(!opening.text().await.unwrap().contains("widget:"));
+
+    sqlx::raw_sql("DROP TRIGGER refuse_tool_call_rows ON audit_log")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let response = call(
+        &app,
+        &admin,
+        "widget",
+        json!({"name": "show-widget", "arguments": {"label": "hi"}}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let rows: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'app_tool_call'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(rows, 1);
+    let mut connection = app.pool.acquire().await.unwrap();
+    let broken = app::audit::ssr::writer::first_broken_row(&mut connection).await;
+    assert_eq!(broken.unwrap(), None);
+}
+
 /// strad keeps its connection to a server between calls: twenty calls one after another
 /// travel on the connections already open, where a client without a pool (rmcp's default)
 /// opens one per call.
