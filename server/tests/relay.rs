@@ -767,3 +767,39 @@ async fn a_stateless_request_is_refused_and_calls_nothing(pool: PgPool) {
     let calls_after = server.state().await.unwrap()["calls"].clone();
     assert_eq!(calls_after, calls_before, "nothing called upstream");
 }
+
+/// A call through `/mcp` whose audit row cannot be committed answers an error, never the
+/// server's result; once rows commit again, calls answer as usual.
+#[sqlx::test(migrations = false)]
+async fn a_relayed_call_whose_audit_row_cannot_be_committed_is_an_error(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let (server, token) = widgets_and_token(&app, &admin).await;
+    let mcp = client(&app.url("/mcp"), &token).await.unwrap();
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_tool_call_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'the audit log refuses this row'; END $$;
+         CREATE TRIGGER refuse_tool_call_rows BEFORE INSERT ON audit_log FOR EACH ROW
+         WHEN (NEW.kind = 'mcp_tool_call') EXECUTE FUNCTION refuse_tool_call_rows();",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let show = |label: &str| {
+        CallToolRequestParams::new("widgets__show-widget")
+            .with_arguments(json!({"label": label}).as_object().unwrap().clone())
+    };
+    let refused = mcp.call_tool(show("secret")).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert!(!format!("{refused:?}").contains("widget:secret"));
+    let called = server.state().await.unwrap()["calls"]["show-widget"].as_u64();
+    assert_eq!(called, Some(1), "the call ran upstream");
+
+    sqlx::raw_sql("DROP TRIGGER refuse_tool_call_rows ON audit_log")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let answered = serde_json::to_value(mcp.call_tool(show("x")).await.unwrap()).unwrap();
+    assert!(answered.to_string().contains("widget:x"), "{answered}");
+    let _ = mcp.cancel().await;
+}
