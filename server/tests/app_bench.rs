@@ -89,12 +89,17 @@ fn ms(d: Duration) -> String {
 #[sqlx::test(migrations = false)]
 #[ignore = "a benchmark: run it on purpose (./x bench)"]
 async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
-    // The benchmark's one token makes thousands of calls a second, in 32 sessions.
+    // The benchmark's one token makes thousands of calls a second, in 32 sessions. The
+    // audit's flush is strad's default unless STRAD_AUDIT_TOOL_CALLS_FLUSH says otherwise
+    // (to compare both on one machine).
+    let flush = std::env::var("STRAD_AUDIT_TOOL_CALLS_FLUSH").unwrap_or("background".into());
+    println!("audit rows of tool calls flushed: {flush}");
     let app = spawn_app_with_env(
         pool,
         &[
             ("STRAD_MCP_RATE_PER_SECOND", "100000"),
             ("STRAD_MCP_SESSIONS_PER_MINUTE", "1000"),
+            ("STRAD_AUDIT_TOOL_CALLS_FLUSH", &flush),
         ],
     )
     .await;
