@@ -292,10 +292,10 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     let through_strict = app_call(&strict, &strict_admin, "get-time", None);
     measure(300, 1, through_strict.clone()).await;
     println!(
-        "\napp route at 1 caller, audit rows flushed in the background (the default) and before the answer (`before_answer`), {ROUNDS} rounds of {CALLS} calls per path, taking turns with direct"
+        "\napp route at 1 caller, audit rows flushed as above ({flush}) and before the answer (`before_answer`), {ROUNDS} rounds of {CALLS} calls per path, taking turns with direct"
     );
     println!(
-        "| round | direct p50 | p99 | background: added p50 | added p99 | before_answer: added p50 | added p99 |"
+        "| round | direct p50 | p99 | {flush}: added p50 | added p99 | before_answer: added p50 | added p99 |"
     );
     println!("|---|---|---|---|---|---|---|");
     let mut flushes: [Vec<f64>; 4] = Default::default();
