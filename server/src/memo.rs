@@ -19,9 +19,8 @@
 //! key, and forgetting (the key, or everything) voids the tickets taken before it. Reads
 //! that overlap do not void each other's tickets: when an entry expires under many callers
 //! at once, the first of their reads to finish is stored and the rest use it, rather than
-//! each new read voiding the one before and nothing being stored while the calls keep
-//! coming (which is what happened: a frame route at 32 clients read PostgreSQL for every
-//! load for a whole benchmark round).
+//! each new read voiding the one before and nothing being stored for as long as the calls
+//! keep coming.
 
 use std::collections::HashMap;
 use std::hash::Hash;
