@@ -279,8 +279,8 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         );
     }
 
-    // The app route at one caller as above (its audit rows flushed in the background, the
-    // default), and through a second strad on the same database whose tool calls also wait
+    // The app route at one caller as above (its audit rows flushed as the main instance is
+    // set, by default in the background), and through a second strad on the same database whose tool calls also wait
     // for their row's flush (`STRAD_AUDIT_TOOL_CALLS_FLUSH=before_answer`), taking turns
     // with direct: what waiting for the disk adds to each call.
     let strict = spawn_app_with_env(
