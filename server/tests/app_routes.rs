@@ -260,22 +260,12 @@ async fn a_read_only_app_tool_runs_and_is_audited(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn a_call_whose_audit_row_cannot_be_committed_answers_503_and_not_its_result(pool: PgPool) {
     let (app, admin, server) = setup(pool).await;
-    sqlx::raw_sql(
-        "CREATE FUNCTION refuse_tool_call_rows() RETURNS trigger LANGUAGE plpgsql AS $$
-         BEGIN RAISE EXCEPTION 'the audit log refuses this row'; END $$;
-         CREATE TRIGGER refuse_tool_call_rows BEFORE INSERT ON audit_log FOR EACH ROW
-         WHEN (NEW.kind = 'app_tool_call') EXECUTE FUNCTION refuse_tool_call_rows();",
-    )
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    let response = call(
-        &app,
-        &admin,
-        "widget",
-        json!({"name": "show-widget", "arguments": {"label": "secret"}}),
-    )
-    .await;
+    let show = |label: &str| {
+        let body = json!({"name": "show-widget", "arguments": {"label": label}});
+        call(&app, &admin, "widget", body)
+    };
+    audit_refuses_rows_of(&app.pool, "app_tool_call").await;
+    let response = show("secret").await;
     assert_eq!(response.status(), 503);
     let body = response.text().await.unwrap();
     assert!(!body.contains("widget:secret"), "{body}");
@@ -290,18 +280,8 @@ async fn a_call_whose_audit_row_cannot_be_committed_answers_503_and_not_its_resu
     assert_eq!(opening.status(), 503);
     assert!(!opening.text().await.unwrap().contains("widget:"));
 
-    sqlx::raw_sql("DROP TRIGGER refuse_tool_call_rows ON audit_log")
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    let response = call(
-        &app,
-        &admin,
-        "widget",
-        json!({"name": "show-widget", "arguments": {"label": "hi"}}),
-    )
-    .await;
-    assert_eq!(response.status(), 200);
+    audit_rows_accepted_again(&app.pool).await;
+    assert_eq!(show("hi").await.status(), 200);
     let rows: i64 =
         sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'app_tool_call'")
             .fetch_one(&app.pool)

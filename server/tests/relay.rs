@@ -776,15 +776,7 @@ async fn a_relayed_call_whose_audit_row_cannot_be_committed_is_an_error(pool: Pg
     let admin = signed_in_admin(&app).await;
     let (server, token) = widgets_and_token(&app, &admin).await;
     let mcp = client(&app.url("/mcp"), &token).await.unwrap();
-    sqlx::raw_sql(
-        "CREATE FUNCTION refuse_tool_call_rows() RETURNS trigger LANGUAGE plpgsql AS $$
-         BEGIN RAISE EXCEPTION 'the audit log refuses this row'; END $$;
-         CREATE TRIGGER refuse_tool_call_rows BEFORE INSERT ON audit_log FOR EACH ROW
-         WHEN (NEW.kind = 'mcp_tool_call') EXECUTE FUNCTION refuse_tool_call_rows();",
-    )
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    audit_refuses_rows_of(&app.pool, "mcp_tool_call").await;
     let show = |label: &str| {
         CallToolRequestParams::new("widgets__show-widget")
             .with_arguments(json!({"label": label}).as_object().unwrap().clone())
@@ -795,10 +787,7 @@ async fn a_relayed_call_whose_audit_row_cannot_be_committed_is_an_error(pool: Pg
     let called = server.state().await.unwrap()["calls"]["show-widget"].as_u64();
     assert_eq!(called, Some(1), "the call ran upstream");
 
-    sqlx::raw_sql("DROP TRIGGER refuse_tool_call_rows ON audit_log")
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    audit_rows_accepted_again(&app.pool).await;
     let answered = serde_json::to_value(mcp.call_tool(show("x")).await.unwrap()).unwrap();
     assert!(answered.to_string().contains("widget:x"), "{answered}");
     let _ = mcp.cancel().await;

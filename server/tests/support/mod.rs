@@ -503,6 +503,27 @@ pub async fn signed_in_admin(app: &TestApp) -> reqwest::Client {
     browser
 }
 
+/// Makes the audit log refuse rows of `kind` (a trigger that raises), as a database that
+/// cannot take them would; `audit_rows_accepted_again` undoes it.
+pub async fn audit_refuses_rows_of(pool: &PgPool, kind: &str) {
+    sqlx::raw_sql(&format!(
+        "CREATE FUNCTION refuse_audit_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'the audit log refuses this row'; END $$;
+         CREATE TRIGGER refuse_audit_rows BEFORE INSERT ON audit_log FOR EACH ROW
+         WHEN (NEW.kind = '{kind}') EXECUTE FUNCTION refuse_audit_rows();"
+    ))
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+pub async fn audit_rows_accepted_again(pool: &PgPool) {
+    sqlx::raw_sql("DROP TRIGGER refuse_audit_rows ON audit_log")
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
 /// Registers a Streamable HTTP server through the server function (tools approved, and apps
 /// when `apps`).
 pub async fn register_server(
