@@ -82,6 +82,12 @@ where
     }
 }
 
+/// The median of `values` (the upper one of an even count), sorting them in place.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
@@ -234,16 +240,8 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         }
         let mut row = format!("| {concurrency} | median | | | |");
         for path in &mut figures {
-            for list in path.iter_mut() {
-                list.sort_by(f64::total_cmp);
-            }
-            let median = |list: &Vec<f64>| list[list.len() / 2];
-            row.push_str(&format!(
-                " {:.0}% | {:+.2} ms | {:+.2} ms |",
-                median(&path[0]),
-                median(&path[1]),
-                median(&path[2])
-            ));
+            let [share, p50, p99] = path.each_mut().map(|list| median(list));
+            row.push_str(&format!(" {share:.0}% | {p50:+.2} ms | {p99:+.2} ms |"));
         }
         println!("{row}");
         let rows_per_commit = commits.map(|(batches, rows)| rows as f64 / batches.max(1) as f64);
@@ -323,10 +321,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
             row[3]
         );
     }
-    let medians = flushes.map(|mut list| {
-        list.sort_by(f64::total_cmp);
-        list[list.len() / 2]
-    });
+    let medians = flushes.each_mut().map(|list| median(list));
     println!(
         "| median | | | {:+.2} ms | {:+.2} ms | {:+.2} ms | {:+.2} ms |",
         medians[0], medians[1], medians[2], medians[3]
@@ -586,10 +581,9 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
                 per(cpu.others()),
             );
         }
-        ratios.sort_by(f64::total_cmp);
         println!(
             "| {concurrency} | median | | | | | | | {:.0}% |",
-            ratios[ratios.len() / 2]
+            median(&mut ratios)
         );
     }
 }
