@@ -446,7 +446,8 @@ pub async fn tools_call(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    call_tool(&state, &session, &headers, &slug, &body, Surface::App).await
+    detached(async move { call_tool(&state, &session, &headers, &slug, &body, Surface::App).await })
+        .await
 }
 
 /// POST /servers/<slug>/tools/call: a person calling a tool by hand in the playground.
@@ -457,15 +458,27 @@ pub async fn playground_call(
     Path(slug): Path<String>,
     body: Bytes,
 ) -> Response {
-    call_tool(
-        &state,
-        &session,
-        &headers,
-        &slug,
-        &body,
-        Surface::Playground,
-    )
+    detached(async move {
+        call_tool(
+            &state,
+            &session,
+            &headers,
+            &slug,
+            &body,
+            Surface::Playground,
+        )
+        .await
+    })
     .await
+}
+
+/// Runs a tool call's handler in a task of its own, so that a client going away in the
+/// middle (which drops the handler) leaves the call to finish and be audited.
+async fn detached(call: impl Future<Output = Response> + Send + 'static) -> Response {
+    tokio::spawn(call).await.unwrap_or_else(|error| {
+        tracing::error!(error.message = %error, "a tool call's task failed");
+        StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    })
 }
 
 /// One tool call from a page of the console (an app's bridge, or the playground): JSON
@@ -625,6 +638,16 @@ pub async fn opening_call(
     headers: HeaderMap,
     Path(slug): Path<String>,
     Json(body): Json<OpeningBody>,
+) -> Response {
+    detached(run_opening_call(state, session, headers, slug, body)).await
+}
+
+async fn run_opening_call(
+    state: ServerState,
+    session: Session,
+    headers: HeaderMap,
+    slug: String,
+    body: OpeningBody,
 ) -> Response {
     if let Some(refused) = refuse_unless_json_from_console(&state, &headers) {
         return refused;

@@ -31,13 +31,15 @@ use rmcp::model::{
     ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::startup::ServerState;
+
+mod fast;
+pub mod sessions;
 
 /// Separates a slug from a tool name (slugs are `[a-z0-9-]`, so it cannot occur in one).
 pub const SEPARATOR: &str = "__";
@@ -173,29 +175,24 @@ pub fn routes(state: ServerState) -> Router<ServerState> {
         .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
         .map(|(h, _)| h.to_owned())
         .unwrap_or_else(|| authority.clone());
+    let gate = Arc::new(fast::Gate {
+        hosts: [host.clone(), authority.clone()],
+        origin: origin.clone(),
+    });
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts([host, authority])
         .with_allowed_origins([origin]);
-    let relay_state = state.clone();
-    let service = StreamableHttpService::new(
-        move || {
-            let slot = relay_state
-                .mcp_session_slots
-                .clone()
-                .try_acquire_owned()
-                .map_err(|_| std::io::Error::other("/mcp holds as many sessions as it may"))?;
-            Ok(Relay {
-                state: relay_state.clone(),
-                hub: Arc::new(relay_state.app.hub.sibling()),
-                _slot: Arc::new(slot),
-            })
-        },
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let relay = Relay {
+        state: state.clone(),
+    };
+    let sessions = state.mcp_open.clone();
+    let service = StreamableHttpService::new(move || Ok(relay.clone()), sessions, config);
     Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(state, authenticate))
+        .layer(axum::middleware::from_fn_with_state(
+            (state, gate),
+            authenticate,
+        ))
 }
 
 fn unauthorized(message: &str) -> Response {
@@ -222,10 +219,12 @@ fn retry_later(status: StatusCode, message: &str, retry_after: &'static str) -> 
     response
 }
 
-/// Every `/mcp` request: a valid login token as a Bearer header, within its rate.
+/// Every `/mcp` request: a valid login token as a Bearer header, within its rate. A plain
+/// `tools/call` in an open session is then answered here (`fast.rs`); everything else by
+/// rmcp's Streamable HTTP server.
 async fn authenticate(
-    State(state): State<ServerState>,
-    mut request: Request,
+    State((state, gate)): State<(ServerState, Arc<fast::Gate>)>,
+    request: Request,
     next: Next,
 ) -> Response {
     let token = request
@@ -272,33 +271,33 @@ async fn authenticate(
             "6",
         );
     }
-    if opens_session && state.mcp_session_slots.available_permits() == 0 {
+    if opens_session && !state.mcp_open.has_room() {
         return retry_later(
             StatusCode::SERVICE_UNAVAILABLE,
             "strad holds as many MCP sessions as it may; try again shortly.",
             "30",
         );
     }
-    request.extensions_mut().insert(Caller {
+    let caller = Caller {
         token_id,
         ctx: app::auth::ssr::context::RequestContext {
             user,
             roles,
             session_kind: app::auth::ssr::session::SessionKind::Browser,
         },
-    });
+    };
+    let relay = Relay { state };
+    let mut request = match fast::answer(&gate, &relay, &caller, request).await {
+        Ok(answered) => return answered,
+        Err(request) => request,
+    };
+    request.extensions_mut().insert(caller);
     next.run(request).await
 }
 
 #[derive(Clone)]
-struct Relay {
+pub(crate) struct Relay {
     state: ServerState,
-    /// This client session's own upstream sessions (one per server, opened on first use,
-    /// closed with it): what one person's client does to a server's session state never
-    /// meets another's, nor the console's.
-    hub: Arc<app::servers::ssr::client::Hub>,
-    /// This session's place among the ones `/mcp` may hold open at once.
-    _slot: Arc<tokio::sync::OwnedSemaphorePermit>,
 }
 
 fn denied(message: &str) -> McpError {
@@ -333,12 +332,20 @@ impl Relay {
         if context.meta.protocol_version().is_some() {
             return Err(sessions_only());
         }
-        let parts = context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .ok_or_else(|| internal("no request parts"))?;
+        let parts = parts_of(context)?;
         let caller = caller_of(context)?;
-        let asked: Option<Vec<String>> = parts.uri.query().and_then(|q| {
+        let servers = self.reachable(caller, parts.uri.query()).await?;
+        Ok((caller, servers))
+    }
+
+    /// The slugs `caller` may reach on a request of `query` (entitled, enabled, and among
+    /// `?servers=` when given).
+    async fn reachable(
+        &self,
+        caller: &Caller,
+        query: Option<&str>,
+    ) -> Result<Vec<ServerRow>, McpError> {
+        let asked: Option<Vec<String>> = query.and_then(|q| {
             url::form_urlencoded::parse(q.as_bytes())
                 .find(|(k, _)| k == "servers")
                 .map(|(_, v)| {
@@ -348,8 +355,7 @@ impl Relay {
                         .collect()
                 })
         });
-        let servers = self
-            .state
+        self.state
             .memos
             .reachable(
                 &self.state.app.pool,
@@ -357,8 +363,104 @@ impl Relay {
                 asked.as_deref(),
             )
             .await
-            .map_err(internal)?;
-        Ok((caller, servers))
+            .map_err(internal)
+    }
+
+    /// The upstream sessions of the client session this request is in.
+    fn hub(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<app::servers::ssr::client::Hub>, McpError> {
+        let parts = parts_of(context)?;
+        parts
+            .headers
+            .get("mcp-session-id")
+            .and_then(|id| id.to_str().ok())
+            .and_then(|id| self.state.mcp_open.get(id))
+            .map(|open| open.hub.clone())
+            .ok_or_else(|| internal("no open session"))
+    }
+
+    /// `tools/call` of `request` for `caller`, with upstream sessions of `hub`: the checks
+    /// and the audit row of every relayed call. The server's progress goes to `progress`
+    /// (under the upstream call's token); when `cancelled` resolves first, the upstream call
+    /// is dropped, which tells the server it is cancelled.
+    async fn call(
+        &self,
+        caller: &Caller,
+        query: Option<&str>,
+        hub: &app::servers::ssr::client::Hub,
+        request: CallToolRequestParams,
+        progress: Option<app::servers::ssr::client::ProgressSink>,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some((slug, tool)) = split_name(&request.name) else {
+            return Err(denied("No such tool: names are <server>__<tool>."));
+        };
+        let pool = &self.state.app.pool;
+        // Both at once (two connections): the decision is read for the slug named, and used
+        // only once the slug is among the caller's.
+        let (scope, decision) = tokio::join!(
+            self.reachable(caller, query),
+            self.state.memos.decision(
+                pool,
+                caller.ctx.session_kind,
+                slug,
+                tool,
+                Surface::McpClient
+            ),
+        );
+        let servers = scope?;
+        let decision = decision.map_err(internal)?;
+        let Some(server) = servers.iter().find(|s| s.slug == slug) else {
+            return Err(denied("No such tool."));
+        };
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
+        let event = |outcome: String, bytes_out: usize| {
+            let payload = json!({"tool": tool, "arguments_sha256": digest, "outcome": outcome,
+                "bytes_out": bytes_out, "surface": "mcp", "token_id": caller.token_id});
+            writer::Event {
+                actor: caller.actor(),
+                kind: "mcp_tool_call",
+                slug: Some(slug.to_owned()),
+                payload,
+            }
+        };
+        if decision != Decision::Run || !server.approves(Capability::Tools) {
+            let refused = event(format!("refused: {decision:?}"), 0);
+            let _ = self.state.audit.append(refused).await;
+            return Err(denied("This tool is not available to MCP clients here."));
+        }
+        let Some(endpoint) = server.endpoint() else {
+            return Err(internal("no endpoint"));
+        };
+        let running = self.state.audit.running();
+        let call = hub.call_tool_reporting(slug, &endpoint, tool, arguments, progress);
+        let result = tokio::select! {
+            result = call => Some(result),
+            () = cancelled => None,
+        };
+        let Some(result) = result else {
+            let _ = running.append(event("cancelled".into(), 0)).await;
+            return Err(McpError::internal_error("The request was cancelled.", None));
+        };
+        match result {
+            Ok(answer) => {
+                if let Err(error) = running.append(event("ok".into(), answer.json.len())).await {
+                    return Err(internal(error));
+                }
+                Ok(CallToolResponse::Complete(answer.result))
+            }
+            Err(error) => {
+                let _ = running.append(event(format!("error: {error}"), 0)).await;
+                Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                    rmcp::model::ContentBlock::text(format!(
+                        "The server could not run the tool: {error}"
+                    )),
+                ])))
+            }
+        }
     }
 }
 
@@ -385,6 +487,20 @@ impl ServerHandler for Relay {
                 .into(),
         );
         info
+    }
+
+    /// The client is ready: from now on its plain tool calls may be answered without the
+    /// session worker.
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if let Some(open) = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|id| id.to_str().ok())
+            .and_then(|id| self.state.mcp_open.get(id))
+        {
+            open.mark_initialized();
+        }
     }
 
     async fn list_tools(
@@ -433,95 +549,32 @@ impl ServerHandler for Relay {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some((slug, tool)) = split_name(&request.name) else {
-            return Err(denied("No such tool: names are <server>__<tool>."));
-        };
-        let pool = &self.state.app.pool;
-        let caller = caller_of(&context)?;
-        // Both at once (two connections): the decision is read for the slug named, and used
-        // only once the slug is among the caller's.
-        let (scope, decision) = tokio::join!(
-            self.scope(&context),
-            self.state.memos.decision(
-                pool,
-                caller.ctx.session_kind,
-                slug,
-                tool,
-                Surface::McpClient
-            ),
-        );
-        let (_, servers) = scope?;
-        let decision = decision.map_err(internal)?;
-        let Some(server) = servers.iter().find(|s| s.slug == slug) else {
-            return Err(denied("No such tool."));
-        };
-        let arguments = request.arguments.clone().unwrap_or_default();
-        let digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
-        let event = |outcome: String, bytes_out: usize| {
-            let payload = json!({"tool": tool, "arguments_sha256": digest, "outcome": outcome,
-                "bytes_out": bytes_out, "surface": "mcp", "token_id": caller.token_id});
-            writer::Event {
-                actor: caller.actor(),
-                kind: "mcp_tool_call",
-                slug: Some(slug.to_owned()),
-                payload,
-            }
-        };
-        if decision != Decision::Run || !server.approves(Capability::Tools) {
-            let refused = event(format!("refused: {decision:?}"), 0);
-            let _ = self.state.audit.append(refused).await;
-            return Err(denied("This tool is not available to MCP clients here."));
+        if context.meta.protocol_version().is_some() {
+            return Err(sessions_only());
         }
-        let Some(endpoint) = server.endpoint() else {
-            return Err(internal("no endpoint"));
-        };
-        // Progress comes back under the caller's own token; a cancelled request drops the
-        // upstream call, which tells the server it is cancelled.
-        let running = self.state.audit.running();
-        let caller_token = context.meta.get_progress_token();
-        let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
-        let call = self.hub.call_tool_reporting(
-            slug,
-            &endpoint,
-            tool,
-            arguments,
-            caller_token.is_some().then_some(sink),
+        let caller = caller_of(&context)?;
+        let hub = self.hub(&context)?;
+        let query = parts_of(&context)?.uri.query();
+        // Progress comes back under the caller's own token.
+        let token = context.meta.get_progress_token();
+        let (sink, mut steps) = tokio::sync::mpsc::unbounded_channel();
+        let call = self.call(
+            caller,
+            query,
+            &hub,
+            request,
+            token.is_some().then_some(sink),
+            context.ct.cancelled(),
         );
         let forward = async {
-            while let Some(mut step) = progress.recv().await {
-                if let Some(token) = &caller_token {
+            while let Some(mut step) = steps.recv().await {
+                if let Some(token) = &token {
                     step.progress_token = token.clone();
                     let _ = context.peer.notify_progress(step).await;
                 }
             }
         };
-        let call = async {
-            tokio::select! {
-                result = call => Some(result),
-                () = context.ct.cancelled() => None,
-            }
-        };
-        let (result, ()) = tokio::join!(call, forward);
-        let Some(result) = result else {
-            let _ = running.append(event("cancelled".into(), 0)).await;
-            return Err(McpError::internal_error("The request was cancelled.", None));
-        };
-        match result {
-            Ok(answer) => {
-                if let Err(error) = running.append(event("ok".into(), answer.json.len())).await {
-                    return Err(internal(error));
-                }
-                Ok(CallToolResponse::Complete(answer.result))
-            }
-            Err(error) => {
-                let _ = running.append(event(format!("error: {error}"), 0)).await;
-                Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                    rmcp::model::ContentBlock::text(format!(
-                        "The server could not run the tool: {error}"
-                    )),
-                ])))
-            }
-        }
+        tokio::join!(call, forward).0
     }
 
     async fn list_prompts(
@@ -530,13 +583,14 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let (_caller, servers) = self.scope(&context).await?;
+        let hub = self.hub(&context)?;
         let mut prompts = Vec::new();
         for server in servers.iter().filter(|s| s.approves(Capability::Prompts)) {
             let Some(endpoint) = server.endpoint() else {
                 continue;
             };
             // One server failing leaves the others' prompts listed.
-            let Ok(listed) = self.hub.list_prompts(&server.slug, &endpoint).await else {
+            let Ok(listed) = hub.list_prompts(&server.slug, &endpoint).await else {
                 continue;
             };
             for mut prompt in listed {
@@ -563,7 +617,7 @@ impl ServerHandler for Relay {
         };
         let endpoint = approved(&servers, slug, Capability::Prompts, "No such prompt.")?;
         let value = self
-            .hub
+            .hub(&context)?
             .get_prompt(slug, &endpoint, name, request.arguments.clone())
             .await
             .map_err(|e| {
@@ -580,7 +634,7 @@ impl ServerHandler for Relay {
     ) -> Result<ListResourcesResult, McpError> {
         let (_caller, servers) = self.scope(&context).await?;
         let pool = &self.state.app.pool;
-        let hub = &self.hub;
+        let hub = &self.hub(&context)?;
         let mut resources = Vec::new();
         // A server approved for resources: its own (not ui://) resources, live, under
         // strad://. One server failing leaves the others' listed.
@@ -627,7 +681,7 @@ impl ServerHandler for Relay {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let (_caller, servers) = self.scope(&context).await?;
-        let hub = &self.hub;
+        let hub = &self.hub(&context)?;
         let mut templates = Vec::new();
         for server in servers.iter().filter(|s| s.approves(Capability::Resources)) {
             let Some(endpoint) = server.endpoint() else {
@@ -651,7 +705,9 @@ impl ServerHandler for Relay {
     ) -> Result<ReadResourceResponse, McpError> {
         let (_caller, servers) = self.scope(&context).await?;
         if let Some((slug, inner)) = original_resource_uri(&request.uri) {
-            return self.read_plain_resource(&servers, slug, inner).await;
+            return self
+                .read_plain_resource(&*self.hub(&context)?, &servers, slug, inner)
+                .await;
         }
         let Some((slug, inner)) = original_uri(&request.uri) else {
             return Err(denied(
@@ -659,7 +715,7 @@ impl ServerHandler for Relay {
             ));
         };
         let endpoint = approved(&servers, slug, Capability::Apps, "No such resource.")?;
-        let hub = &self.hub;
+        let hub = &self.hub(&context)?;
         let read = hub
             .read_resource(slug, &endpoint, &inner)
             .await
@@ -695,13 +751,13 @@ impl Relay {
     /// resources, within the resource byte limit.
     async fn read_plain_resource(
         &self,
+        hub: &app::servers::ssr::client::Hub,
         servers: &[ServerRow],
         slug: &str,
         inner: &str,
     ) -> Result<ReadResourceResponse, McpError> {
         let endpoint = approved(servers, slug, Capability::Resources, "No such resource.")?;
-        let mut read = self
-            .hub
+        let mut read = hub
             .read_resource(slug, &endpoint, inner)
             .await
             .map_err(|e| {
@@ -739,6 +795,14 @@ fn approved(
         .find(|s| s.slug == slug && s.approves(capability))
         .ok_or_else(|| denied(missing))?;
     server.endpoint().ok_or_else(|| internal("no endpoint"))
+}
+
+/// The HTTP request rmcp put on the request's context.
+fn parts_of(context: &RequestContext<RoleServer>) -> Result<&axum::http::request::Parts, McpError> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .ok_or_else(|| internal("no request parts"))
 }
 
 /// The caller `authenticate` put on the HTTP request.

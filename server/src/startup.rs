@@ -44,8 +44,9 @@ pub struct ServerState {
     pub mcp_rates: Arc<crate::relay::RateLimits>,
     /// Each login token's budget of new client sessions on `/mcp`.
     pub mcp_sessions: Arc<crate::relay::RateLimits>,
-    /// The client sessions `/mcp` may hold open at once (each holds upstream sessions).
-    pub mcp_session_slots: Arc<tokio::sync::Semaphore>,
+    /// `/mcp`'s open client sessions (each holds upstream sessions), at most as many as
+    /// configured.
+    pub mcp_open: Arc<crate::relay::sessions::Sessions>,
     /// Whose each recent session was, to read ahead on busy routes.
     pub hints: Arc<crate::prefetch::SessionHints>,
     /// What authority is read from, remembered while every change to it is heard.
@@ -141,7 +142,7 @@ impl Application {
                 leptos_options: Arc::new(leptos_options),
                 pool: pool.clone(),
                 sign_in,
-                hub,
+                hub: hub.clone(),
                 public_origin: config.http.public_origin(),
                 frame_tickets: Arc::default(),
             },
@@ -156,9 +157,11 @@ impl Application {
             mcp_sessions: Arc::new(crate::relay::RateLimits::per_minute(
                 config.mcp_sessions_per_minute,
             )),
-            mcp_session_slots: Arc::new(tokio::sync::Semaphore::new(
+            mcp_open: crate::relay::sessions::Sessions::new(
+                hub.clone(),
                 config.mcp_sessions_max as usize,
-            )),
+                crate::relay::sessions::IDLE,
+            ),
         };
         let router = router(state.clone(), pool);
         Ok(Self {

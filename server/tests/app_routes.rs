@@ -254,6 +254,42 @@ async fn a_read_only_app_tool_runs_and_is_audited(pool: PgPool) {
     assert!(payload["arguments_sha256"].as_str().unwrap().len() == 64);
 }
 
+/// A page that goes away in the middle of a call (its request dropped) still has the call
+/// audited once the server answers.
+#[sqlx::test(migrations = false)]
+async fn a_call_whose_page_goes_away_is_still_audited(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    server
+        .control(
+            json!({"addTool": {"name": "slow", "annotations": {"readOnlyHint": true},
+            "progress": {"steps": 2, "intervalMs": 400}}}),
+        )
+        .await;
+    register_server(&app, &admin, "widget", &server.url, true).await;
+    grant_widget(&app, &admin).await;
+    let gone = admin
+        .post(app.url("/apps/widget/tools/call"))
+        .header("origin", &app.base)
+        .header("sec-fetch-site", "same-origin")
+        .json(&json!({"name": "slow", "arguments": {}}))
+        .timeout(Duration::from_millis(200))
+        .send()
+        .await;
+    assert!(gone.is_err(), "the page stopped waiting: {gone:?}");
+    let outcome = eventually(10, "the call's audit row", || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'app_tool_call'",
+        )
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap()
+    })
+    .await;
+    assert_eq!(outcome, "ok");
+}
+
 /// A call whose audit row cannot be committed is not answered with its result: the app
 /// gets 503 and nothing of what the server said, from the bridge's call and from the
 /// opening call alike, and a later call whose row commits answers as usual.

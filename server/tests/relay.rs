@@ -792,3 +792,338 @@ async fn a_relayed_call_whose_audit_row_cannot_be_committed_is_an_error(pool: Pg
     assert!(answered.to_string().contains("widget:x"), "{answered}");
     let _ = mcp.cancel().await;
 }
+
+/// A POST to `/mcp` as a client sends it, in `session` when given.
+fn post_mcp(
+    app: &TestApp,
+    token: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    post_mcp_accepting(
+        app,
+        token,
+        session,
+        body,
+        "application/json, text/event-stream",
+    )
+}
+
+fn post_mcp_accepting(
+    app: &TestApp,
+    token: &str,
+    session: Option<&str>,
+    body: &Value,
+    accept: &str,
+) -> reqwest::RequestBuilder {
+    let mut request = reqwest::Client::new()
+        .post(app.url("/mcp"))
+        .bearer_auth(token)
+        .header("accept", accept)
+        .json(body);
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    request
+}
+
+/// A client session opened by hand; `notifications/initialized` sent when `initialized`.
+async fn session_by_hand(app: &TestApp, token: &str, initialized: bool) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let response = post_mcp(app, token, None, &initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = response.text().await;
+    if initialized {
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = post_mcp(app, token, Some(&session), &note)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 202);
+    }
+    session
+}
+
+/// The response's content type, and the JSON-RPC message answering `id` in its body (JSON,
+/// or the `data:` of an event stream).
+async fn answer_to(response: reqwest::Response, id: i64) -> (String, Value) {
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = response.text().await.unwrap();
+    let answer = std::iter::once(body.as_str())
+        .chain(body.lines().filter_map(|l| l.strip_prefix("data:")))
+        .filter_map(|text| serde_json::from_str::<Value>(text.trim()).ok())
+        .find(|message| message["id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {id} in {body}"));
+    (kind, answer)
+}
+
+fn show_widget(id: i64, label: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "widgets__show-widget", "arguments": {"label": label}}})
+}
+
+/// A plain `tools/call` in an initialized session is answered by strad itself, as one JSON
+/// response, with the same checks and audit row; every request it cannot answer so goes on
+/// to the session as before (an event stream), and what rmcp refuses is still refused.
+#[sqlx::test(migrations = false)]
+async fn a_plain_call_is_answered_as_json_and_everything_else_by_the_session(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let (server, token) = widgets_and_token(&app, &admin).await;
+    let session = session_by_hand(&app, &token, true).await;
+
+    let response = post_mcp(&app, &token, Some(&session), &show_widget(1, "a"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (kind, answer) = answer_to(response, 1).await;
+    assert_eq!(kind, "application/json");
+    assert!(
+        answer["result"].to_string().contains("widget:a"),
+        "{answer}"
+    );
+    // A progress token alone is still plain.
+    let mut with_token = show_widget(2, "b");
+    with_token["params"]["_meta"] = json!({"progressToken": "p"});
+    let response = post_mcp(&app, &token, Some(&session), &with_token);
+    let (kind, answer) = answer_to(response.send().await.unwrap(), 2).await;
+    assert_eq!(kind, "application/json");
+    assert!(
+        answer["result"].to_string().contains("widget:b"),
+        "{answer}"
+    );
+    // Refusals answer as through the session: a JSON-RPC error, nothing called.
+    let forged = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "hidden__show-widget", "arguments": {}}});
+    let response = post_mcp(&app, &token, Some(&session), &forged);
+    let (kind, answer) = answer_to(response.send().await.unwrap(), 3).await;
+    assert_eq!(kind, "application/json");
+    assert!(answer["error"]["message"].is_string(), "{answer}");
+
+    // What needs the session goes to it: other `_meta`, an `Mcp-*` header, a session not
+    // yet initialized.
+    let mut traced = show_widget(4, "c");
+    traced["params"]["_meta"] =
+        json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"});
+    let response = post_mcp(&app, &token, Some(&session), &traced);
+    let (kind, answer) = answer_to(response.send().await.unwrap(), 4).await;
+    assert_eq!(kind, "text/event-stream");
+    assert!(
+        answer["result"].to_string().contains("widget:c"),
+        "{answer}"
+    );
+    let response = post_mcp(&app, &token, Some(&session), &show_widget(5, "d"))
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "widgets__show-widget");
+    let (kind, answer) = answer_to(response.send().await.unwrap(), 5).await;
+    assert_eq!(kind, "text/event-stream");
+    assert!(
+        answer["result"].to_string().contains("widget:d"),
+        "{answer}"
+    );
+    let fresh = session_by_hand(&app, &token, false).await;
+    let response = post_mcp(&app, &token, Some(&fresh), &show_widget(6, "e"));
+    let (kind, _) = answer_to(response.send().await.unwrap(), 6).await;
+    assert_eq!(kind, "text/event-stream");
+
+    // What rmcp refuses stays refused, and calls nothing: another site's Origin, a Host
+    // strad is not, a session that is not open, an unknown protocol revision.
+    let calls = || async {
+        server.state().await.unwrap()["calls"]["show-widget"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let before = calls().await;
+    let refused = [
+        post_mcp(&app, &token, Some(&session), &show_widget(7, "x"))
+            .header("origin", "https://evil.example")
+            .send()
+            .await
+            .unwrap(),
+        post_mcp(&app, &token, Some(&session), &show_widget(7, "x"))
+            .header("host", "evil.example")
+            .send()
+            .await
+            .unwrap(),
+        post_mcp_accepting(
+            &app,
+            &token,
+            Some(&session),
+            &show_widget(7, "x"),
+            "application/json",
+        )
+        .send()
+        .await
+        .unwrap(),
+        post_mcp(&app, &token, Some("no-such-session"), &show_widget(7, "x"))
+            .send()
+            .await
+            .unwrap(),
+        reqwest::Client::new()
+            .post(app.url("/mcp"))
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "1999-01-01")
+            .json(&show_widget(7, "x"))
+            .send()
+            .await
+            .unwrap(),
+    ];
+    for response in refused {
+        assert!(
+            response.status().is_client_error(),
+            "{:?}",
+            response.status()
+        );
+    }
+    assert_eq!(calls().await, before, "nothing refused was called");
+
+    let outcomes: Vec<String> = sqlx::query_scalar(
+        "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'mcp_tool_call' ORDER BY id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(outcomes, ["ok", "ok", "ok", "ok", "ok"], "{outcomes:?}");
+}
+
+/// A client that goes away in the middle of a call strad answers itself still has the call
+/// audited once the server answers.
+#[sqlx::test(migrations = false)]
+async fn a_call_whose_client_goes_away_is_still_audited(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    server
+        .control(
+            json!({"addTool": {"name": "slow", "annotations": {"readOnlyHint": true},
+            "progress": {"steps": 2, "intervalMs": 400}}}),
+        )
+        .await;
+    register_server(&app, &admin, "widgets", &server.url, true).await;
+    grant(&app, &admin, "widgets").await;
+    let (token, _) = mint(&app, &admin).await;
+    let session = session_by_hand(&app, &token, true).await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "widgets__slow", "arguments": {}}});
+    let gone = post_mcp(&app, &token, Some(&session), &call)
+        .timeout(std::time::Duration::from_millis(200))
+        .send()
+        .await;
+    assert!(gone.is_err(), "the client stopped waiting: {gone:?}");
+    let outcome = eventually(10, "the call's audit row", || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'mcp_tool_call'",
+        )
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap()
+    })
+    .await;
+    assert_eq!(outcome, "ok");
+}
+
+/// Progress of a call strad answers itself comes as an event stream (no priming event: that
+/// is rmcp's session worker), under the caller's token, then the answer; a cancellation
+/// naming it ends it upstream and ends the stream with no answer.
+#[sqlx::test(migrations = false)]
+async fn progress_and_cancellation_of_a_call_strad_answers_itself(pool: PgPool) {
+    use futures::StreamExt;
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    for (name, wait) in [("count", false), ("wait", true)] {
+        server
+            .control(
+                json!({"addTool": {"name": name, "annotations": {"readOnlyHint": true},
+                "progress": {"steps": 2, "wait": wait}}}),
+            )
+            .await;
+    }
+    register_server(&app, &admin, "slow", &server.url, false).await;
+    grant(&app, &admin, "slow").await;
+    let (token, _) = mint(&app, &admin).await;
+    let session = session_by_hand(&app, &token, true).await;
+    let call = |id: i64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": {}, "_meta": {"progressToken": "mine"}}})
+    };
+
+    let response = post_mcp(&app, &token, Some(&session), &call(1, "slow__count"));
+    let response = response.send().await.unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let body = response.text().await.unwrap();
+    assert!(!body.contains("retry:"), "{body}");
+    let messages: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(messages.len(), 3, "{body}");
+    for (step, message) in messages[..2].iter().enumerate() {
+        assert_eq!(message["method"], "notifications/progress");
+        assert_eq!(message["params"]["progressToken"], "mine");
+        assert_eq!(
+            message["params"]["progress"].as_f64(),
+            Some(step as f64 + 1.0)
+        );
+    }
+    assert_eq!(messages[2]["id"], 1);
+    assert!(messages[2]["result"].to_string().contains("count:"));
+
+    let response = post_mcp(&app, &token, Some(&session), &call(2, "slow__wait"));
+    let response = response.send().await.unwrap();
+    assert!(!response.headers().contains_key("mcp-session-id"));
+    let mut stream = response.bytes_stream();
+    let mut seen = String::new();
+    while seen.matches("notifications/progress").count() < 2 {
+        let chunk = stream
+            .next()
+            .await
+            .expect("progress before the end")
+            .unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 2, "reason": "enough"}});
+    let response = post_mcp(&app, &token, Some(&session), &cancel);
+    assert_eq!(response.send().await.unwrap().status(), 202);
+    while let Some(chunk) = stream.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    assert!(
+        !seen.contains("\"id\":2"),
+        "no answer to a cancelled call: {seen}"
+    );
+    eventually(10, "the server to see the cancellation", || async {
+        server
+            .state()
+            .await
+            .and_then(|s| s["cancelled"]["wait"].as_u64())
+            .filter(|n| *n == 1)
+    })
+    .await;
+    let outcomes: Vec<String> = sqlx::query_scalar(
+        "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'mcp_tool_call' ORDER BY id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(outcomes, ["ok", "cancelled"]);
+}

@@ -1,0 +1,364 @@
+//! `/mcp`'s client sessions: rmcp's own session manager, and beside each session what strad
+//! keeps for it — its upstream sessions (a hub of its own), its place among the sessions
+//! strad may hold, when it was last used, and the calls answered without rmcp's session
+//! worker (`fast.rs`) that a client may still cancel.
+//!
+//! A session is idle once no request has named it for `idle`; the sweeper then closes it, as
+//! rmcp's own keep-alive would (that one is off here, because it cannot see the requests
+//! strad answers itself).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use app::servers::ssr::client::Hub;
+use futures::Stream;
+use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
+};
+use rmcp::transport::streamable_http_server::session::{
+    ServerSseMessage, SessionId, SessionManager,
+};
+use rmcp::transport::worker::WorkerTransport;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+
+/// How long a session may go without a request before it is closed (rmcp's own default).
+pub const IDLE: Duration = Duration::from_secs(300);
+
+/// What strad keeps for one open client session.
+pub struct Open {
+    /// This session's own upstream sessions (one per server, opened on first use, closed
+    /// with it): what one client does to a server's session state never meets another's,
+    /// nor the console's.
+    pub hub: Arc<Hub>,
+    _slot: OwnedSemaphorePermit,
+    /// Set once the client has sent `notifications/initialized` (seen by the relay).
+    initialized: std::sync::atomic::AtomicBool,
+    used: Mutex<Instant>,
+    /// Calls answered by the fast path, by their request id: a `notifications/cancelled`
+    /// naming one ends it.
+    running: Mutex<HashMap<RequestId, oneshot::Sender<()>>>,
+}
+
+impl Open {
+    pub fn initialized(&self) -> bool {
+        self.initialized.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub fn mark_initialized(&self) {
+        self.initialized
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn touch(&self) {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.used
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
+    }
+
+    /// Registers a running call under `id`; `None` when a call of that id is already
+    /// running in this session (the client reused an id: the fast path leaves it to rmcp).
+    pub fn start(self: &Arc<Self>, id: RequestId) -> Option<Running> {
+        let (cancel, cancelled) = oneshot::channel();
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.contains_key(&id) {
+            return None;
+        }
+        running.insert(id.clone(), cancel);
+        Some(Running {
+            open: self.clone(),
+            id,
+            cancelled,
+        })
+    }
+
+    /// Cancels the running call `id`; false when no fast-path call of that id is running.
+    pub fn cancel(&self, id: &RequestId) -> bool {
+        let cancel = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        cancel.is_some_and(|cancel| {
+            let _ = cancel.send(());
+            true
+        })
+    }
+}
+
+/// A call the fast path is answering; it leaves the session's running calls when dropped.
+pub struct Running {
+    open: Arc<Open>,
+    id: RequestId,
+    /// Resolves when the client cancels the call.
+    pub cancelled: oneshot::Receiver<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.open
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionsError {
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+    #[error("/mcp holds as many sessions as it may")]
+    Full,
+}
+
+pub struct Sessions {
+    local: LocalSessionManager,
+    open: RwLock<HashMap<SessionId, Arc<Open>>>,
+    slots: Arc<Semaphore>,
+    parent: Arc<Hub>,
+    idle: Duration,
+}
+
+impl Sessions {
+    /// At most `max` sessions at once, each closed after `idle` without a request; the
+    /// sweeper runs as long as the sessions are in use.
+    pub fn new(parent: Arc<Hub>, max: usize, idle: Duration) -> Arc<Self> {
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = None;
+        let sessions = Arc::new(Self {
+            local,
+            open: RwLock::default(),
+            slots: Arc::new(Semaphore::new(max)),
+            parent,
+            idle,
+        });
+        tokio::spawn(sweep(Arc::downgrade(&sessions)));
+        sessions
+    }
+
+    /// Whether another session may be opened now.
+    pub fn has_room(&self) -> bool {
+        self.slots.available_permits() > 0
+    }
+
+    /// The open session `id`, marked as used now.
+    pub fn get(&self, id: &str) -> Option<Arc<Open>> {
+        let open = self
+            .open
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()?;
+        open.touch();
+        Some(open)
+    }
+
+    fn touch(&self, id: &SessionId) {
+        let _ = self.get(id);
+    }
+
+    fn idle_ones(&self) -> Vec<SessionId> {
+        let open = self.open.read().unwrap_or_else(|p| p.into_inner());
+        open.iter()
+            .filter(|(_, session)| session.idle_for() >= self.idle)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+}
+
+/// Closes idle sessions until the sessions are dropped.
+async fn sweep(sessions: Weak<Sessions>) {
+    let Some(every) = sessions
+        .upgrade()
+        .map(|s| (s.idle / 10).max(Duration::from_millis(100)))
+    else {
+        return;
+    };
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(sessions) = sessions.upgrade() else {
+            return;
+        };
+        for id in sessions.idle_ones() {
+            tracing::info!(session_id = %id, "closing an idle /mcp session");
+            let _ = sessions.close_session(&id).await;
+        }
+    }
+}
+
+impl SessionManager for Sessions {
+    type Error = SessionsError;
+    type Transport = WorkerTransport<LocalSessionWorker>;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let slot = self
+            .slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| SessionsError::Full)?;
+        let (id, transport) = self.local.create_session().await?;
+        let open = Arc::new(Open {
+            hub: Arc::new(self.parent.sibling()),
+            _slot: slot,
+            initialized: Default::default(),
+            used: Mutex::new(Instant::now()),
+            running: Mutex::default(),
+        });
+        self.open
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), open);
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.touch(id);
+        Ok(self.local.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.local.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let open = self
+            .open
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        // Its calls still running end with the session.
+        if let Some(open) = open {
+            let running: Vec<_> = open
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .drain()
+                .collect();
+            for (_, cancel) in running {
+                let _ = cancel.send(());
+            }
+        }
+        Ok(self.local.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        Ok(self.local.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        self.touch(id);
+        Ok(self.local.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        Ok(self.local.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id);
+        Ok(self.local.resume(id, last_event_id).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::servers::ssr::client::HubSettings;
+    use rmcp::model::NumberOrString;
+
+    fn sessions(max: usize, idle: Duration) -> Arc<Sessions> {
+        let (changes, _) = tokio::sync::mpsc::unbounded_channel();
+        let hub = Arc::new(Hub::new(HubSettings::default(), changes));
+        Sessions::new(hub, max, idle)
+    }
+
+    fn is_open(sessions: &Sessions, id: &SessionId) -> bool {
+        sessions.open.read().unwrap().contains_key(id)
+    }
+
+    #[tokio::test]
+    async fn past_the_most_sessions_a_new_one_is_refused_until_one_closes() {
+        let sessions = sessions(2, IDLE);
+        let (first, _first) = sessions.create_session().await.unwrap();
+        let (_, _second) = sessions.create_session().await.unwrap();
+        assert!(!sessions.has_room());
+        assert!(matches!(
+            sessions.create_session().await,
+            Err(SessionsError::Full)
+        ));
+        sessions.close_session(&first).await.unwrap();
+        assert!(sessions.get(&first).is_none());
+        assert!(!sessions.has_session(&first).await.unwrap());
+        assert!(sessions.has_room());
+        let (third, _third) = sessions.create_session().await.unwrap();
+        assert!(sessions.has_session(&third).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_session_without_requests_is_closed_and_one_in_use_is_kept() {
+        let sessions = sessions(4, Duration::from_millis(300));
+        let (idle, _idle) = sessions.create_session().await.unwrap();
+        let (used, _used) = sessions.create_session().await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while is_open(&sessions, &idle) {
+            assert!(
+                Instant::now() < deadline,
+                "the idle session was never closed"
+            );
+            assert!(sessions.get(&used).is_some(), "a session in use was closed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!sessions.has_session(&idle).await.unwrap());
+        assert!(sessions.get(&used).is_some());
+        assert!(sessions.has_session(&used).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_running_call_is_cancelled_by_its_id_and_forgotten_when_it_ends() {
+        let sessions = sessions(1, IDLE);
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        let open = sessions.get(&id).unwrap();
+        let call = NumberOrString::Number(7);
+        let mut running = open.start(call.clone()).unwrap();
+        assert!(
+            open.start(call.clone()).is_none(),
+            "one call per id at once"
+        );
+        assert!(!open.cancel(&NumberOrString::Number(8)), "no such call");
+        assert!(open.cancel(&call));
+        assert!((&mut running.cancelled).await.is_ok());
+        drop(running);
+        let mut again = open.start(call.clone()).expect("the id is free again");
+        // Closing the session cancels what still runs in it.
+        sessions.close_session(&id).await.unwrap();
+        assert!((&mut again.cancelled).await.is_ok());
+    }
+}
