@@ -62,6 +62,10 @@ pub(crate) struct Gate {
 
 /// The response, when `request` is one this module answers; otherwise the request itself,
 /// unchanged, for rmcp.
+#[allow(
+    clippy::result_large_err,
+    reason = "the request is moved once, not worth a box"
+)]
 pub(crate) async fn answer(
     gate: &Gate,
     relay: &Relay,
@@ -243,14 +247,14 @@ fn candidate(gate: &Gate, relay: &Relay, request: &Request) -> Option<Arc<Open>>
     for (name, value) in headers {
         match name.as_str() {
             "mcp-session-id" => session = Some(value),
-            "mcp-protocol-version" => {
+            "mcp-protocol-version"
                 if !SESSION_REVISIONS
                     .iter()
-                    .any(|v| v.as_bytes() == value.as_bytes())
-                {
-                    return None;
-                }
+                    .any(|v| v.as_bytes() == value.as_bytes()) =>
+            {
+                return None;
             }
+            "mcp-protocol-version" => {}
             other if other.starts_with("mcp-") => return None,
             _ => {}
         }
