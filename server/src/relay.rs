@@ -278,6 +278,18 @@ async fn authenticate(
             "30",
         );
     }
+    // A session is its opener's: the first request to name it binds it to that request's
+    // token (only the opener has seen its id), and another token naming it hears what an
+    // unknown session hears.
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|id| id.to_str().ok());
+    if let Some(open) = session.and_then(|id| state.mcp_open.get(id))
+        && !open.belongs_to(token_id)
+    {
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
     let caller = Caller {
         token_id,
         ctx: app::auth::ssr::context::RequestContext {

@@ -1127,3 +1127,37 @@ async fn progress_and_cancellation_of_a_call_strad_answers_itself(pool: PgPool) 
     .unwrap();
     assert_eq!(outcomes, ["ok", "cancelled"]);
 }
+
+/// A client session is its opener's: another token naming it (even the same person's) is
+/// answered as for an unknown session, can neither call in it nor end it.
+#[sqlx::test(migrations = false)]
+async fn a_session_answers_only_the_token_that_opened_it(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let (server, token) = widgets_and_token(&app, &admin).await;
+    let (other, _) = mint(&app, &admin).await;
+    let session = session_by_hand(&app, &token, true).await;
+    let refused = post_mcp(&app, &other, Some(&session), &show_widget(1, "x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 404);
+    let ended = reqwest::Client::new()
+        .delete(app.url("/mcp"))
+        .bearer_auth(&other)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 404);
+    assert_eq!(
+        server.state().await.unwrap()["calls"]["show-widget"],
+        Value::Null
+    );
+    let response = post_mcp(&app, &token, Some(&session), &show_widget(2, "y"));
+    let (_, answer) = answer_to(response.send().await.unwrap(), 2).await;
+    assert!(
+        answer["result"].to_string().contains("widget:y"),
+        "{answer}"
+    );
+}

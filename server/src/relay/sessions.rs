@@ -33,6 +33,8 @@ pub struct Open {
     /// nor the console's.
     pub hub: Arc<Hub>,
     _slot: OwnedSemaphorePermit,
+    /// The login token whose session this is: the first to name it.
+    owner: std::sync::OnceLock<uuid::Uuid>,
     /// Set once the client has sent `notifications/initialized` (seen by the relay).
     initialized: std::sync::atomic::AtomicBool,
     used: Mutex<Instant>,
@@ -49,6 +51,11 @@ impl Open {
     pub fn mark_initialized(&self) {
         self.initialized
             .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether the session is `token`'s (binding it to `token` when no token has named it).
+    pub fn belongs_to(&self, token: uuid::Uuid) -> bool {
+        *self.owner.get_or_init(|| token) == token
     }
 
     fn touch(&self) {
@@ -207,6 +214,7 @@ impl SessionManager for Sessions {
         let open = Arc::new(Open {
             hub: Arc::new(self.parent.sibling()),
             _slot: slot,
+            owner: Default::default(),
             initialized: Default::default(),
             used: Mutex::new(Instant::now()),
             running: Mutex::default(),
