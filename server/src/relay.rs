@@ -175,24 +175,55 @@ pub fn routes(state: ServerState) -> Router<ServerState> {
         .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
         .map(|(h, _)| h.to_owned())
         .unwrap_or_else(|| authority.clone());
-    let gate = Arc::new(fast::Gate {
+    let gate = fast::Gate {
         hosts: [host.clone(), authority.clone()],
         origin: origin.clone(),
-    });
+    };
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts([host, authority])
         .with_allowed_origins([origin]);
     let relay = Relay {
-        state: state.clone(),
+        state: Arc::new(state.clone()),
     };
     let sessions = state.mcp_open.clone();
-    let service = StreamableHttpService::new(move || Ok(relay.clone()), sessions, config);
+    let factory = relay.clone();
+    let service = StreamableHttpService::new(move || Ok(factory.clone()), sessions, config);
+    let front = Arc::new(Front { relay, gate });
     Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(
-            (state, gate),
-            authenticate,
-        ))
+        .nest_service("/mcp", Shared(Arc::new(service)))
+        .layer(axum::middleware::from_fn_with_state(front, authenticate))
+}
+
+/// What every `/mcp` request is checked and answered with, shared (one reference counted
+/// per request, not the state's every field).
+struct Front {
+    relay: Relay,
+    gate: fast::Gate,
+}
+
+/// rmcp's service behind one `Arc`: axum clones a service for every request, and rmcp's
+/// clone copies its configuration (the allowed hosts and origins) each time.
+#[derive(Clone)]
+struct Shared(Arc<StreamableHttpService<Relay, sessions::Sessions>>);
+
+impl tower::Service<Request> for Shared {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response, std::convert::Infallible>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let service = self.0.clone();
+        Box::pin(async move { Ok(service.handle(request).await.map(axum::body::Body::new)) })
+    }
 }
 
 fn unauthorized(message: &str) -> Response {
@@ -222,11 +253,8 @@ fn retry_later(status: StatusCode, message: &str, retry_after: &'static str) -> 
 /// Every `/mcp` request: a valid login token as a Bearer header, within its rate. A plain
 /// `tools/call` in an open session is then answered here (`fast.rs`); everything else by
 /// rmcp's Streamable HTTP server.
-async fn authenticate(
-    State((state, gate)): State<(ServerState, Arc<fast::Gate>)>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn authenticate(State(front): State<Arc<Front>>, request: Request, next: Next) -> Response {
+    let state = &*front.relay.state;
     let token = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -298,8 +326,7 @@ async fn authenticate(
             session_kind: app::auth::ssr::session::SessionKind::Browser,
         },
     };
-    let relay = Relay { state };
-    let mut request = match fast::answer(&gate, &relay, &caller, request).await {
+    let mut request = match fast::answer(&front.gate, &front.relay, &caller, request).await {
         Ok(answered) => return answered,
         Err(request) => request,
     };
@@ -309,7 +336,7 @@ async fn authenticate(
 
 #[derive(Clone)]
 pub(crate) struct Relay {
-    state: ServerState,
+    state: Arc<ServerState>,
 }
 
 fn denied(message: &str) -> McpError {
