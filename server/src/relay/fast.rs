@@ -167,8 +167,17 @@ async fn run(
         drop(running);
         (answer, was_cancelled.load(Ordering::Relaxed))
     });
-    // The first progress, if any comes before the answer (the channel closes with the call).
-    let first = steps.recv().await;
+    // The first progress, if any comes before the answer. The end of the call is watched
+    // too, not only the channel's closing, so the answer never waits on a sink held longer.
+    let mut ended = None;
+    let first = tokio::select! {
+        biased;
+        step = steps.recv() => step,
+        result = &mut task => {
+            ended = Some(result);
+            steps.try_recv().ok()
+        }
+    };
     let final_message =
         move |ended: Result<(Result<CallToolResponse, McpError>, bool), JoinError>| match ended {
             Ok((_, true)) => None,
@@ -186,7 +195,11 @@ async fn run(
             }
         };
     let Some(first) = first else {
-        return match final_message((&mut task).await) {
+        let ended = match ended {
+            Some(ended) => ended,
+            None => (&mut task).await,
+        };
+        return match final_message(ended) {
             Some(message) => json(&message),
             // A cancelled request is not answered (the client has stopped waiting): the
             // stream ends empty, as rmcp's does.
@@ -203,12 +216,29 @@ async fn run(
     let (frames, out) = mpsc::unbounded_channel();
     let _ = frames.send(progress(first));
     tokio::spawn(async move {
-        while let Some(step) = steps.recv().await {
-            if frames.send(progress(step)).is_err() {
-                break;
-            }
+        let ended = match ended {
+            Some(ended) => ended,
+            None => loop {
+                tokio::select! {
+                    biased;
+                    step = steps.recv() => match step {
+                        Some(step) => {
+                            if frames.send(progress(step)).is_err() {
+                                // The client went away: the call goes on in its task, and
+                                // is audited.
+                                return;
+                            }
+                        }
+                        None => break (&mut task).await,
+                    },
+                    ended = &mut task => break ended,
+                }
+            },
+        };
+        while let Ok(step) = steps.try_recv() {
+            let _ = frames.send(progress(step));
         }
-        if let Some(message) = final_message(task.await) {
+        if let Some(message) = final_message(ended) {
             let _ = frames.send(message);
         }
     });
