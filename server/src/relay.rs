@@ -309,11 +309,7 @@ async fn authenticate(State(front): State<Arc<Front>>, request: Request, next: N
     // A session is its opener's: the first request to name it binds it to that request's
     // token (only the opener has seen its id), and another token naming it hears what an
     // unknown session hears.
-    let session = request
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|id| id.to_str().ok());
-    if let Some(open) = session.and_then(|id| state.mcp_open.get(id))
+    if let Some(open) = state.mcp_open.named_by(request.headers())
         && !open.belongs_to(token_id)
     {
         return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
@@ -410,12 +406,9 @@ impl Relay {
         &self,
         context: &RequestContext<RoleServer>,
     ) -> Result<Arc<app::servers::ssr::client::Hub>, McpError> {
-        let parts = parts_of(context)?;
-        parts
-            .headers
-            .get("mcp-session-id")
-            .and_then(|id| id.to_str().ok())
-            .and_then(|id| self.state.mcp_open.get(id))
+        self.state
+            .mcp_open
+            .named_by(&parts_of(context)?.headers)
             .map(|open| open.hub.clone())
             .ok_or_else(|| internal("no open session"))
     }
@@ -534,9 +527,7 @@ impl ServerHandler for Relay {
         if let Some(open) = context
             .extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|id| id.to_str().ok())
-            .and_then(|id| self.state.mcp_open.get(id))
+            .and_then(|parts| self.state.mcp_open.named_by(&parts.headers))
         {
             open.mark_initialized();
         }

@@ -273,10 +273,8 @@ fn candidate(gate: &Gate, relay: &Relay, request: &Request) -> Option<Arc<Open>>
     {
         return None;
     }
-    let mut session = None;
     for (name, value) in headers {
         match name.as_str() {
-            "mcp-session-id" => session = Some(value),
             "mcp-protocol-version"
                 if !SESSION_REVISIONS
                     .iter()
@@ -284,12 +282,12 @@ fn candidate(gate: &Gate, relay: &Relay, request: &Request) -> Option<Arc<Open>>
             {
                 return None;
             }
-            "mcp-protocol-version" => {}
+            "mcp-protocol-version" | "mcp-session-id" => {}
             other if other.starts_with("mcp-") => return None,
             _ => {}
         }
     }
-    let open = relay.state.mcp_open.get(session?.to_str().ok()?)?;
+    let open = relay.state.mcp_open.named_by(headers)?;
     open.initialized().then_some(open)
 }
 

@@ -167,6 +167,11 @@ impl Sessions {
         Some(open)
     }
 
+    /// The open session `headers` name (`Mcp-Session-Id`), marked as used now.
+    pub fn named_by(&self, headers: &http::HeaderMap) -> Option<Arc<Open>> {
+        self.get(headers.get("mcp-session-id")?.to_str().ok()?)
+    }
+
     fn touch(&self, id: &SessionId) {
         let _ = self.get(id);
     }
