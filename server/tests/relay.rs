@@ -397,24 +397,48 @@ impl rmcp::ClientHandler for Progress {
     }
 }
 
+/// The test server registered as `slow` (tools approved) and granted to the admin, with
+/// read-only tools `count` (`steps` progress notifications, then its answer) and `wait`
+/// (the same, then waits to be cancelled), and a login token of the admin's.
+async fn slow_server_and_token(
+    app: &TestApp,
+    admin: &reqwest::Client,
+    steps: u32,
+) -> (TestServer, String) {
+    let server = TestServer::start().await;
+    for (name, wait) in [("count", false), ("wait", true)] {
+        server
+            .control(
+                json!({"addTool": {"name": name, "annotations": {"readOnlyHint": true},
+                "progress": {"steps": steps, "wait": wait}}}),
+            )
+            .await;
+    }
+    register_server(app, admin, "slow", &server.url, false).await;
+    grant(app, admin, "slow").await;
+    let (token, _) = mint(app, admin).await;
+    (server, token)
+}
+
+/// Waits until the server has seen one call of `wait` cancelled.
+async fn cancelled_upstream_once(server: &TestServer) {
+    eventually(10, "the server to see the cancellation", || async {
+        server
+            .state()
+            .await
+            .and_then(|s| s["cancelled"]["wait"].as_u64())
+            .filter(|n| *n == 1)
+    })
+    .await;
+}
+
 #[sqlx::test(migrations = false)]
 async fn progress_comes_back_and_a_cancelled_call_is_cancelled_upstream(pool: PgPool) {
     use rmcp::model::{CallToolRequest, ClientRequest};
     use rmcp::service::PeerRequestOptions;
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
-    let server = TestServer::start().await;
-    for (name, wait) in [("count", false), ("wait", true)] {
-        server
-            .control(
-                json!({"addTool": {"name": name, "annotations": {"readOnlyHint": true},
-                "progress": {"steps": 3, "wait": wait}}}),
-            )
-            .await;
-    }
-    register_server(&app, &admin, "slow", &server.url, false).await;
-    grant(&app, &admin, "slow").await;
-    let (token, _) = mint(&app, &admin).await;
+    let (server, token) = slow_server_and_token(&app, &admin, 3).await;
     let (sender, mut progress) = tokio::sync::mpsc::unbounded_channel();
     let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp")).auth_header(token);
     let mcp = Progress(sender)
@@ -455,20 +479,8 @@ async fn progress_comes_back_and_a_cancelled_call_is_cancelled_upstream(pool: Pg
         Value::Null
     );
     handle.cancel(Some("enough".into())).await.unwrap();
-    eventually(10, "the server to see the cancellation", || async {
-        server
-            .state()
-            .await
-            .and_then(|s| s["cancelled"]["wait"].as_u64())
-            .filter(|n| *n == 1)
-    })
-    .await;
-    let outcomes: Vec<String> = sqlx::query_scalar(
-        "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'mcp_tool_call' ORDER BY id",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    cancelled_upstream_once(&server).await;
+    let outcomes = audit_outcomes(&app.pool, "mcp_tool_call").await;
     assert_eq!(outcomes, ["ok", "cancelled"]);
     let _ = mcp.cancel().await;
 }
@@ -994,12 +1006,7 @@ async fn a_plain_call_is_answered_as_json_and_everything_else_by_the_session(poo
     }
     assert_eq!(calls().await, before, "nothing refused was called");
 
-    let outcomes: Vec<String> = sqlx::query_scalar(
-        "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'mcp_tool_call' ORDER BY id",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    let outcomes = audit_outcomes(&app.pool, "mcp_tool_call").await;
     assert_eq!(outcomes, ["ok", "ok", "ok", "ok", "ok"], "{outcomes:?}");
 }
 
@@ -1009,13 +1016,7 @@ async fn a_plain_call_is_answered_as_json_and_everything_else_by_the_session(poo
 async fn a_call_whose_client_goes_away_is_still_audited(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
-    let server = TestServer::start().await;
-    server
-        .control(
-            json!({"addTool": {"name": "slow", "annotations": {"readOnlyHint": true},
-            "progress": {"steps": 2, "intervalMs": 400}}}),
-        )
-        .await;
+    let server = TestServer::with_slow_tool().await;
     register_server(&app, &admin, "widgets", &server.url, true).await;
     grant(&app, &admin, "widgets").await;
     let (token, _) = mint(&app, &admin).await;
@@ -1027,16 +1028,11 @@ async fn a_call_whose_client_goes_away_is_still_audited(pool: PgPool) {
         .send()
         .await;
     assert!(gone.is_err(), "the client stopped waiting: {gone:?}");
-    let outcome = eventually(10, "the call's audit row", || async {
-        sqlx::query_scalar::<_, String>(
-            "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'mcp_tool_call'",
-        )
-        .fetch_optional(&app.pool)
-        .await
-        .unwrap()
+    let outcomes = eventually(10, "the call's audit row", || async {
+        Some(audit_outcomes(&app.pool, "mcp_tool_call").await).filter(|o| !o.is_empty())
     })
     .await;
-    assert_eq!(outcome, "ok");
+    assert_eq!(outcomes, ["ok"]);
 }
 
 /// Progress of a call strad answers itself comes as an event stream (no priming event: that
@@ -1047,18 +1043,7 @@ async fn progress_and_cancellation_of_a_call_strad_answers_itself(pool: PgPool) 
     use futures::StreamExt;
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
-    let server = TestServer::start().await;
-    for (name, wait) in [("count", false), ("wait", true)] {
-        server
-            .control(
-                json!({"addTool": {"name": name, "annotations": {"readOnlyHint": true},
-                "progress": {"steps": 2, "wait": wait}}}),
-            )
-            .await;
-    }
-    register_server(&app, &admin, "slow", &server.url, false).await;
-    grant(&app, &admin, "slow").await;
-    let (token, _) = mint(&app, &admin).await;
+    let (server, token) = slow_server_and_token(&app, &admin, 2).await;
     let session = session_by_hand(&app, &token, true).await;
     let call = |id: i64, name: &str| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -1111,20 +1096,8 @@ async fn progress_and_cancellation_of_a_call_strad_answers_itself(pool: PgPool) 
         !seen.contains("\"id\":2"),
         "no answer to a cancelled call: {seen}"
     );
-    eventually(10, "the server to see the cancellation", || async {
-        server
-            .state()
-            .await
-            .and_then(|s| s["cancelled"]["wait"].as_u64())
-            .filter(|n| *n == 1)
-    })
-    .await;
-    let outcomes: Vec<String> = sqlx::query_scalar(
-        "SELECT payload->>'outcome' FROM audit_log WHERE kind = 'mcp_tool_call' ORDER BY id",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    cancelled_upstream_once(&server).await;
+    let outcomes = audit_outcomes(&app.pool, "mcp_tool_call").await;
     assert_eq!(outcomes, ["ok", "cancelled"]);
 }
 

@@ -120,6 +120,18 @@ impl TestServer {
         }
     }
 
+    /// A test server with a read-only tool `slow`: two progress steps 400 ms apart before it
+    /// answers (sent when the call carries a progress token, as strad's upstream calls do).
+    pub async fn with_slow_tool() -> TestServer {
+        let server = Self::start().await;
+        server
+            .control(serde_json::json!({"addTool": {"name": "slow",
+                "annotations": {"readOnlyHint": true},
+                "progress": {"steps": 2, "intervalMs": 400}}}))
+            .await;
+        server
+    }
+
     pub async fn control(&self, body: serde_json::Value) {
         let status = reqwest::Client::new()
             .post(&self.control)

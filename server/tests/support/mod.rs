@@ -524,6 +524,15 @@ pub async fn audit_rows_accepted_again(pool: &PgPool) {
         .unwrap();
 }
 
+/// The outcomes of the audit rows of `kind`, oldest first.
+pub async fn audit_outcomes(pool: &PgPool, kind: &str) -> Vec<String> {
+    sqlx::query_scalar("SELECT payload->>'outcome' FROM audit_log WHERE kind = $1 ORDER BY id")
+        .bind(kind)
+        .fetch_all(pool)
+        .await
+        .unwrap()
+}
+
 /// Registers a Streamable HTTP server through the server function (tools approved, and apps
 /// when `apps`).
 pub async fn register_server(
