@@ -309,9 +309,8 @@ async fn authenticate(State(front): State<Arc<Front>>, request: Request, next: N
     // A session is its opener's: the first request to name it binds it to that request's
     // token (only the opener has seen its id), and another token naming it hears what an
     // unknown session hears.
-    if let Some(open) = state.mcp_open.named_by(request.headers())
-        && !open.belongs_to(token_id)
-    {
+    let open = state.mcp_open.named_by(request.headers());
+    if open.as_ref().is_some_and(|open| !open.belongs_to(token_id)) {
         return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
     }
     let caller = Caller {
@@ -322,7 +321,8 @@ async fn authenticate(State(front): State<Arc<Front>>, request: Request, next: N
             session_kind: app::auth::ssr::session::SessionKind::Browser,
         },
     };
-    let mut request = match fast::answer(&front.gate, &front.relay, &caller, request).await {
+    let answered = fast::answer(&front.gate, &front.relay, &caller, open, request).await;
+    let mut request = match answered {
         Ok(answered) => return answered,
         Err(request) => request,
     };

@@ -60,8 +60,8 @@ pub(crate) struct Gate {
     pub origin: String,
 }
 
-/// The response, when `request` is one this module answers; otherwise the request itself,
-/// unchanged, for rmcp.
+/// The response, when `request` (in `open`, the session it names, when open) is one this
+/// module answers; otherwise the request itself, unchanged, for rmcp.
 #[allow(
     clippy::result_large_err,
     reason = "the request is moved once, not worth a box"
@@ -70,9 +70,10 @@ pub(crate) async fn answer(
     gate: &Gate,
     relay: &Relay,
     caller: &Caller,
+    open: Option<Arc<Open>>,
     request: Request,
 ) -> Result<Response, Request> {
-    let Some(open) = candidate(gate, relay, &request) else {
+    let Some(open) = candidate(gate, open, &request) else {
         return Err(request);
     };
     let (parts, body) = request.into_parts();
@@ -249,7 +250,7 @@ async fn run(
 
 /// The open, initialized session a request to answer here names, when its headers are ones
 /// this module answers.
-fn candidate(gate: &Gate, relay: &Relay, request: &Request) -> Option<Arc<Open>> {
+fn candidate(gate: &Gate, open: Option<Arc<Open>>, request: &Request) -> Option<Arc<Open>> {
     if request.method() != Method::POST {
         return None;
     }
@@ -287,8 +288,7 @@ fn candidate(gate: &Gate, relay: &Relay, request: &Request) -> Option<Arc<Open>>
             _ => {}
         }
     }
-    let open = relay.state.mcp_open.named_by(headers)?;
-    open.initialized().then_some(open)
+    open.filter(|open| open.initialized())
 }
 
 /// The caller's progress token (`Some(None)` without one) when the call needs nothing of
