@@ -12,6 +12,8 @@
 //   PORT=0 node end2end/support/test-mcp-server.mjs
 //     PORT unset, empty or 0 = an ephemeral port; always binds 127.0.0.1.
 //     JSON_RESPONSE=1 answers POSTs with application/json instead of SSE.
+//     RESUMABLE=1 keeps every session's events (ids on every event, `retry: 50`),
+//       so a client can resume a stream with Last-Event-ID.
 //
 // On start it prints exactly one line of JSON to stdout:
 //   {"url":"http://127.0.0.1:NNNN/mcp","port":NNNN}
@@ -40,14 +42,22 @@
 //                          adds (or replaces) a tool; `result` is the
 //                          CallToolResult it returns (default: text
 //                          "<name>:<arguments JSON>"); sends tools/list_changed.
-//                          `progress: {steps, wait, intervalMs}` sends `steps`
-//                          progress notifications, `intervalMs` apart, when the
-//                          call carries a progressToken,
+//                          `progress: {steps, wait, intervalMs}` takes `steps`
+//                          steps `intervalMs` apart, each sending a progress
+//                          notification when the call carries a progressToken,
+//                          `chatter: {ping, listChanged, closeStream}` makes each
+//                          call, before it answers, send the client `ping` (and
+//                          wait for its answer, counted in `pings`), send
+//                          tools/list_changed on the call's own stream, and close
+//                          the call's stream (RESUMABLE=1: the client must resume
+//                          it to get the answer),
 //                          then (wait) holds the call open until the client
 //                          cancels it, counted in GET /control's `cancelled`
 //   {"removeTool": "name"} removes a tool; sends tools/list_changed
 //   {"describe": {"name": "show-widget", "description": "new text"}}
 //                          changes a tool's description; sends tools/list_changed
+//   {"forgetSessions": true} drops every session without closing it: their
+//                          next request gets 404 "Session not found"
 //   {"fault": {"kind": "hang"|"die"|"garbage"|"huge"|null, "on": METHOD}}
 //   {"fault": null}        METHOD is a JSON-RPC method name such as
 //                          "tools/list", "resources/list", "resources/read",
@@ -67,7 +77,8 @@
 //                          client gives up or the server stops.
 // GET /control returns the current state as JSON:
 //   {url, tools: [names], html: {sha256, bytes}, fault, sessions: [{id, sse}],
-//    hanging, calls, cancelled, mcpConnections}
+//    hanging, calls, callIds, cancelled, pings, mcpConnections}
+//   `callIds` holds the JSON-RPC id of each tool's latest call.
 //   `sse` is true while that session's standalone GET stream is open, so a
 //   test can wait for it before triggering a list_changed notification.
 
@@ -84,6 +95,7 @@ const { StreamableHTTPServerTransport } = await import(
 );
 const {
   CallToolRequestSchema,
+  EmptyResultSchema,
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
@@ -103,6 +115,28 @@ if (!Number.isInteger(PORT) || PORT < 0 || PORT > 65535) {
   process.exit(2);
 }
 const JSON_RESPONSE = /^(1|true|yes)$/i.test(process.env.JSON_RESPONSE ?? '');
+const RESUMABLE = /^(1|true|yes)$/i.test(process.env.RESUMABLE ?? '');
+
+/** Every event of a session's streams, in order, for resumption (RESUMABLE=1). */
+class EventLog {
+  constructor() {
+    this.events = [];
+  }
+  async storeEvent(streamId, message) {
+    const eventId = `${streamId}.${this.events.length}`;
+    this.events.push({ eventId, streamId, message });
+    return eventId;
+  }
+  async replayEventsAfter(lastEventId, { send }) {
+    const at = this.events.findIndex((e) => e.eventId === lastEventId);
+    if (at < 0) return '';
+    const { streamId } = this.events[at];
+    for (const event of this.events.slice(at + 1)) {
+      if (event.streamId === streamId) await send(event.eventId, event.message);
+    }
+    return streamId;
+  }
+}
 const HOST = '127.0.0.1';
 
 const APP_MIME = 'text/html;profile=mcp-app';
@@ -251,6 +285,8 @@ const state = {
   uiMeta: structuredClone(WIDGET_UI_META),
   fault: null, // {kind, on}
   calls: {}, // tool name -> how many tools/call it received (GET /control shows it)
+  callIds: {}, // tool name -> the JSON-RPC id of its latest call
+  pings: 0, // pings the client answered in the middle of a call
   cancelled: {}, // tool name -> how many of its calls the client cancelled
 };
 
@@ -305,18 +341,22 @@ function makeMcpServer() {
   );
   const server = mcp.server;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [...state.tools.values()].map(({ result: _r, progress: _p, ...tool }) => structuredClone(tool)),
+    tools: [...state.tools.values()].map(({ result: _r, progress: _p, chatter: _c, ...tool }) =>
+      structuredClone(tool),
+    ),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {} } = request.params;
     state.calls[name] = (state.calls[name] ?? 0) + 1;
+    state.callIds[name] = extra.requestId;
     const tool = state.tools.get(name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     if (tool.progress) {
       const token = request.params._meta?.progressToken;
       const { steps = 0, wait = false, intervalMs = 0 } = tool.progress;
-      for (let step = 1; step <= steps && token !== undefined; step++) {
+      for (let step = 1; step <= steps; step++) {
         if (intervalMs > 0) await new Promise((resolve) => setTimeout(resolve, intervalMs));
+        if (token === undefined) continue;
         await extra.sendNotification({
           method: 'notifications/progress',
           params: { progressToken: token, progress: step, total: steps, message: `step ${step}` },
@@ -329,6 +369,18 @@ function makeMcpServer() {
         });
         state.cancelled[name] = (state.cancelled[name] ?? 0) + 1;
         throw new McpError(ErrorCode.InternalError, 'cancelled');
+      }
+    }
+    if (tool.chatter) {
+      const { ping = false, listChanged = false, closeStream = false } = tool.chatter;
+      if (ping) {
+        await extra.sendRequest({ method: 'ping' }, EmptyResultSchema);
+        state.pings += 1;
+      }
+      if (listChanged) await extra.sendNotification({ method: 'notifications/tools/list_changed' });
+      if (closeStream && extra.closeSSEStream) {
+        extra.closeSSEStream();
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }
     if (tool.result !== undefined) return structuredClone(tool.result);
@@ -486,6 +538,7 @@ async function handleMcp(req, res) {
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       enableJsonResponse: JSON_RESPONSE,
+      ...(RESUMABLE ? { eventStore: new EventLog(), retryInterval: 50 } : {}),
       onsessioninitialized: (id) => {
         sessions.set(id, { transport, mcp, sse: 0 });
         log(`session ${id} initialized`);
@@ -528,7 +581,7 @@ async function handleMcp(req, res) {
 
 function validateControl(body) {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return 'body must be a JSON object';
-  const known = ['reset', 'notify', 'html', 'uiMeta', 'addTool', 'removeTool', 'describe', 'fault'];
+  const known = ['reset', 'notify', 'html', 'uiMeta', 'addTool', 'removeTool', 'describe', 'forgetSessions', 'fault'];
   const unknown = Object.keys(body).filter((k) => !known.includes(k));
   if (unknown.length) return `unknown key(s): ${unknown.join(', ')}`;
   if ('html' in body && typeof body.html !== 'string') return 'html must be a string';
@@ -573,7 +626,9 @@ async function handleControl(req, res) {
       sessions: [...sessions].map(([id, s]) => ({ id, sse: s.sse > 0 })),
       hanging: hanging.size,
       calls: state.calls,
+      callIds: state.callIds,
       cancelled: state.cancelled,
+      pings: state.pings,
       mcpConnections,
     });
   }
@@ -608,7 +663,7 @@ async function handleControl(req, res) {
     log('ui meta replaced');
   }
   if ('addTool' in body) {
-    const { name, title, description, inputSchema, outputSchema, annotations, _meta, result, progress } =
+    const { name, title, description, inputSchema, outputSchema, annotations, _meta, result, progress, chatter } =
       body.addTool;
     const tool = { name };
     if (title !== undefined) tool.title = title;
@@ -619,6 +674,7 @@ async function handleControl(req, res) {
     if (_meta !== undefined) tool._meta = _meta;
     if (result !== undefined) tool.result = result;
     if (progress !== undefined) tool.progress = progress;
+    if (chatter !== undefined) tool.chatter = chatter;
     state.tools.set(name, tool);
     toolsChanged = true;
     log(`tool ${name} added`);
@@ -632,6 +688,10 @@ async function handleControl(req, res) {
     state.tools.get(body.describe.name).description = body.describe.description;
     toolsChanged = true;
     log(`tool ${body.describe.name} described anew`);
+  }
+  if (body.forgetSessions) {
+    sessions.clear();
+    log('every session forgotten');
   }
   if ('fault' in body) {
     const f = body.fault;

@@ -44,6 +44,10 @@ pub struct DiscoveryConfig {
     pub request_timeout: std::time::Duration,
     /// Largest app resource accepted.
     pub resource_limit_bytes: usize,
+    /// Tool calls to HTTP servers are posted straight into the session rmcp opened (the
+    /// default), or made through rmcp's client (`rmcp`: to compare, or should a server
+    /// misbehave with the direct POST).
+    pub direct_tool_calls: bool,
 }
 
 /// A `[[servers]]` entry of strad.toml.
@@ -199,6 +203,7 @@ const S_SERVERS: &str = "servers (strad.toml [[servers]])";
 const S_MCP_RATE: &str = "STRAD_MCP_RATE_PER_SECOND (mcp.rate_per_second)";
 const S_MCP_SESSIONS: &str = "STRAD_MCP_SESSIONS_PER_MINUTE (mcp.sessions_per_minute)";
 const S_MCP_SESSIONS_MAX: &str = "STRAD_MCP_SESSIONS_MAX (mcp.sessions_max)";
+const S_TOOL_CALLS: &str = "STRAD_UPSTREAM_TOOL_CALLS (discovery.tool_calls)";
 const S_AUDIT_FLUSH: &str = "STRAD_AUDIT_TOOL_CALLS_FLUSH (audit.tool_calls_flush)";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
@@ -244,6 +249,7 @@ struct FileDiscovery {
     interval_seconds: Option<u64>,
     request_timeout_seconds: Option<u64>,
     resource_limit_bytes: Option<usize>,
+    tool_calls: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -592,7 +598,21 @@ impl Config {
                 ));
             }
         };
+        let direct_tool_calls = match var("STRAD_UPSTREAM_TOOL_CALLS")
+            .or(file.discovery.tool_calls)
+            .as_deref()
+        {
+            None | Some("direct") => true,
+            Some("rmcp") => false,
+            Some(other) => {
+                return Err(bad(
+                    S_TOOL_CALLS,
+                    format!("`{other}` is not one of: direct, rmcp"),
+                ));
+            }
+        };
         let discovery = DiscoveryConfig {
+            direct_tool_calls,
             interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
             request_timeout: std::time::Duration::from_secs(timeout),
             resource_limit_bytes: limit as usize,
@@ -1036,6 +1056,15 @@ mod tests {
             std::time::Duration::from_secs(5)
         );
         assert_eq!(config.discovery.resource_limit_bytes, 8 * 1024 * 1024);
+        assert!(config.discovery.direct_tool_calls);
+        let rmcp = Config::from_sources(Some(file), &env(&[("STRAD_UPSTREAM_TOOL_CALLS", "rmcp")]));
+        assert!(!rmcp.unwrap().discovery.direct_tool_calls);
+        let err = Config::from_sources(Some(file), &env(&[("STRAD_UPSTREAM_TOOL_CALLS", "x")]));
+        assert!(
+            err.unwrap_err()
+                .to_string()
+                .contains("STRAD_UPSTREAM_TOOL_CALLS")
+        );
         assert_eq!(config.servers.len(), 2);
         assert_eq!(
             config.servers[0].transport,

@@ -125,6 +125,7 @@ impl Application {
             HubSettings {
                 request_timeout: config.discovery.request_timeout,
                 resource_limit: config.discovery.resource_limit_bytes,
+                direct_tool_calls: config.discovery.direct_tool_calls,
                 ..HubSettings::default()
             },
             changes,

@@ -88,6 +88,65 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
+/// Two ways through strad taking turns with direct, `ROUNDS` times at `concurrency`: each
+/// one's share of direct's calls/s, its added p50 and p99, per round and the median round;
+/// and each one's CPU per call (strad's threads, PostgreSQL) over all rounds.
+async fn side_by_side<D, DFut, F, Fut>(
+    node: u32,
+    concurrency: usize,
+    calls: usize,
+    direct: &D,
+    ways: [(&str, &F); 2],
+) where
+    D: Fn() -> DFut + Clone + Send + 'static,
+    DFut: Future<Output = Result<(), String>> + Send,
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send,
+{
+    let [(a, _), (b, _)] = ways;
+    println!(
+        "| round | direct calls/s | p50 | p99 | {a}: share | added p50 | added p99 | {b}: share | added p50 | added p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut figures: [[Vec<f64>; 3]; 2] = Default::default();
+    let mut cpu = [Cpu::default(); 2];
+    for round in 1..=ROUNDS {
+        let d = measure(calls, concurrency, direct.clone()).await;
+        let mut row = format!(
+            "| {round} | {:.0} | {} | {} |",
+            d.requests_per_second,
+            ms(d.p50),
+            ms(d.p99)
+        );
+        for ((figures, cpu), (_, way)) in figures.iter_mut().zip(&mut cpu).zip(ways) {
+            let (f, used) = with_cpu(node, measure(calls, concurrency, way.clone())).await;
+            *cpu = cpu.plus(used);
+            let share = 100.0 * f.requests_per_second / d.requests_per_second;
+            let added = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1000.0;
+            let (p50, p99) = (added(f.p50, d.p50), added(f.p99, d.p99));
+            row.push_str(&format!(" {share:.0}% | {p50:+.2} ms | {p99:+.2} ms |"));
+            for (list, value) in figures.iter_mut().zip([share, p50, p99]) {
+                list.push(value);
+            }
+        }
+        println!("{row}");
+    }
+    let mut row = "| median | | | |".to_string();
+    for way in &mut figures {
+        let [share, p50, p99] = way.each_mut().map(|list| median(list));
+        row.push_str(&format!(" {share:.0}% | {p50:+.2} ms | {p99:+.2} ms |"));
+    }
+    println!("{row}");
+    let per = |ms: f64| ms / (ROUNDS * calls) as f64;
+    println!(
+        "CPU per call, strad's threads / PostgreSQL: {a} {:.3} / {:.3} ms, {b} {:.3} / {:.3} ms",
+        per(cpu[0].strad),
+        per(cpu[0].postgres),
+        per(cpu[1].strad),
+        per(cpu[1].postgres)
+    );
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
@@ -278,9 +337,10 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     }
 
     // The app route at one caller as above (its audit rows flushed as the main instance is
-    // set, by default in the background), and through a second strad on the same database whose tool calls also wait
-    // for their row's flush (`STRAD_AUDIT_TOOL_CALLS_FLUSH=before_answer`), taking turns
-    // with direct: what waiting for the disk adds to each call.
+    // set, by default in the background), and through a second strad on the same database
+    // whose tool calls also wait for their row's flush
+    // (`STRAD_AUDIT_TOOL_CALLS_FLUSH=before_answer`), taking turns with direct: what waiting
+    // for the disk adds to each call.
     let strict = spawn_app_with_env(
         app.pool.clone(),
         &[("STRAD_AUDIT_TOOL_CALLS_FLUSH", "before_answer")],
@@ -290,43 +350,50 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     let through_strict = app_call(&strict, &strict_admin, "get-time", None);
     measure(300, 1, through_strict.clone()).await;
     println!(
-        "\napp route at 1 caller, audit rows flushed as above ({flush}) and before the answer (`before_answer`), {ROUNDS} rounds of {CALLS} calls per path, taking turns with direct"
+        "\napp route at 1 caller, audit rows flushed as above ({flush}) and before the answer (`before_answer`)"
     );
-    println!(
-        "| round | direct p50 | p99 | {flush}: added p50 | added p99 | before_answer: added p50 | added p99 |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    let mut flushes: [Vec<f64>; 4] = Default::default();
-    for round in 1..=ROUNDS {
-        let d = measure(CALLS, 1, direct.clone()).await;
-        let b = measure(CALLS, 1, through.clone()).await;
-        let s = measure(CALLS, 1, through_strict.clone()).await;
-        let added = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1000.0;
-        let row = [
-            added(b.p50, d.p50),
-            added(b.p99, d.p99),
-            added(s.p50, d.p50),
-            added(s.p99, d.p99),
-        ];
-        for (list, value) in flushes.iter_mut().zip(row) {
-            list.push(value);
-        }
-        println!(
-            "| {round} | {} | {} | {:+.2} ms | {:+.2} ms | {:+.2} ms | {:+.2} ms |",
-            ms(d.p50),
-            ms(d.p99),
-            row[0],
-            row[1],
-            row[2],
-            row[3]
-        );
-    }
-    let medians = flushes.each_mut().map(|list| median(list));
-    println!(
-        "| median | | | {:+.2} ms | {:+.2} ms | {:+.2} ms | {:+.2} ms |",
-        medians[0], medians[1], medians[2], medians[3]
-    );
+    side_by_side(
+        node,
+        1,
+        CALLS,
+        &direct,
+        [
+            (flush.as_str(), &through),
+            ("before_answer", &through_strict),
+        ],
+    )
+    .await;
     drop(strict);
+
+    // The app route through the main instance, whose tool calls to the upstream are posted
+    // straight into the session (`direct.rs`, the default), and through a second strad on the
+    // same database making them through rmcp's client (`STRAD_UPSTREAM_TOOL_CALLS=rmcp`),
+    // taking turns with direct, at 1 and 32 callers.
+    let by_rmcp = spawn_app_with_env(
+        app.pool.clone(),
+        &[
+            ("STRAD_UPSTREAM_TOOL_CALLS", "rmcp"),
+            ("STRAD_AUDIT_TOOL_CALLS_FLUSH", &flush),
+        ],
+    )
+    .await;
+    let rmcp_admin = signed_in_admin(&by_rmcp).await;
+    let through_rmcp = app_call(&by_rmcp, &rmcp_admin, "get-time", None);
+    measure(300, 4, through_rmcp.clone()).await;
+    for (concurrency, calls) in [(1, CALLS), (32, CALLS_AT_32)] {
+        println!(
+            "\napp route at {concurrency} caller(s), upstream calls posted directly (default) and through rmcp's client"
+        );
+        side_by_side(
+            node,
+            concurrency,
+            calls,
+            &direct,
+            [("direct POST", &through), ("rmcp", &through_rmcp)],
+        )
+        .await;
+    }
+    drop(by_rmcp);
 
     // Where an app call's added time goes, at one caller: a round trip to strad that does
     // nothing (`/healthz`), one audit row committed on its own, and an app call refused by
@@ -377,25 +444,8 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     let refused = app_call(&app, &admin, "no-such-tool", Some(403));
     // strad's own upstream client (its `Hub`), driven from the benchmark like the direct
     // clients: what the client costs, apart from where it runs.
-    let hub_call = {
-        let (changes, _) = tokio::sync::mpsc::unbounded_channel();
-        let hub = Arc::new(app::servers::ssr::client::Hub::new(
-            app::servers::ssr::client::HubSettings::default(),
-            changes,
-        ));
-        let endpoint = app::servers::ssr::client::Endpoint::Http {
-            url: upstream.url.clone(),
-        };
-        move || {
-            let (hub, endpoint) = (hub.clone(), endpoint.clone());
-            async move {
-                hub.call_tool("clock", &endpoint, "get-time", serde_json::Map::new())
-                    .await
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }
-        }
-    };
+    let hub_call = hub_caller(&upstream.url, true);
+    let hub_call_rmcp = hub_caller(&upstream.url, false);
     // The same rmcp client session as direct, saying of itself what strad says (the UI
     // extension): whether what strad declares costs the upstream anything per call.
     let as_strad = {
@@ -411,6 +461,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         round_robin(Arc::new(vec![session]), "get-time")
     };
     measure(300, 1, hub_call.clone()).await;
+    measure(300, 1, hub_call_rmcp.clone()).await;
     measure(300, 1, as_strad.clone()).await;
     println!("\nwhere an app call's added time goes, 1 caller, {CALLS} each");
     println!("| what | p50 | p99 |");
@@ -435,6 +486,10 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         (
             "the upstream call by strad's own client (`Hub`), from the benchmark",
             measure(CALLS, 1, hub_call).await,
+        ),
+        (
+            "the same, made through rmcp's client (`direct_tool_calls: false`)",
+            measure(CALLS, 1, hub_call_rmcp).await,
         ),
         (
             "the upstream call by an rmcp client session (direct, as above)",
@@ -818,6 +873,37 @@ fn round_robin<H: rmcp::ClientHandler>(
             let session = &sessions[next.fetch_add(1, Ordering::Relaxed) % sessions.len()];
             session
                 .call_tool(rmcp::model::CallToolRequestParams::new(tool))
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// One `get-time` call by a `Hub` of strad's own, driven from the benchmark: tool calls
+/// posted straight into the session (`direct`), or made through rmcp's client.
+fn hub_caller(
+    url: &str,
+    direct: bool,
+) -> impl Fn() -> std::pin::Pin<Box<dyn Future<Output = Result<(), String>> + Send>>
++ Clone
++ Send
++ 'static {
+    let (changes, _) = tokio::sync::mpsc::unbounded_channel();
+    let hub = Arc::new(app::servers::ssr::client::Hub::new(
+        app::servers::ssr::client::HubSettings {
+            direct_tool_calls: direct,
+            ..Default::default()
+        },
+        changes,
+    ));
+    let endpoint = app::servers::ssr::client::Endpoint::Http {
+        url: url.to_owned(),
+    };
+    move || {
+        let (hub, endpoint) = (hub.clone(), endpoint.clone());
+        Box::pin(async move {
+            hub.call_tool("clock", &endpoint, "get-time", serde_json::Map::new())
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string())

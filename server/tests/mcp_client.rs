@@ -164,3 +164,173 @@ async fn a_stdio_command_that_does_not_exist_is_a_clear_connect_error() {
     let err = hub.list_tools("ghost", &endpoint).await.unwrap_err();
     assert!(matches!(err, McpError::Connect(_)), "{err:?}");
 }
+
+// Tool calls to an HTTP server are posted straight into the session rmcp opened
+// (`direct.rs`): their JSON-RPC ids are strad's own strings, rmcp's are numbers.
+
+fn hub_listening(settings: HubSettings) -> (Hub, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let (changes, changed) = tokio::sync::mpsc::unbounded_channel();
+    (Hub::new(settings, changes), changed)
+}
+
+fn settings() -> HubSettings {
+    HubSettings {
+        request_timeout: Duration::from_secs(10),
+        ..HubSettings::default()
+    }
+}
+
+/// The JSON-RPC id of the tool's latest call, as the server saw it.
+async fn last_call_id(server: &TestServer, tool: &str) -> serde_json::Value {
+    server.state().await.unwrap()["callIds"][tool].clone()
+}
+
+fn posted_directly(id: &serde_json::Value) -> bool {
+    id.as_str().is_some_and(|id| id.starts_with("strad-"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_call_answers_the_servers_ping_and_passes_on_progress_and_list_changes() {
+    let server = TestServer::start().await;
+    server
+        .control(json!({"addTool": {"name": "chatty",
+            "chatter": {"ping": true, "listChanged": true},
+            "progress": {"steps": 2}}}))
+        .await;
+    let (hub, mut changed) = hub_listening(settings());
+    let endpoint = Endpoint::Http {
+        url: server.url.clone(),
+    };
+    let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
+    let answer = hub
+        .call_tool_reporting("t", &endpoint, "chatty", serde_json::Map::new(), Some(sink))
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.json,
+        r#"{"content":[{"type":"text","text":"chatty:{}"}]}"#
+    );
+    // Both arrived on the call's stream before its answer, so both are here already.
+    let steps: Vec<f64> = std::iter::from_fn(|| progress.try_recv().ok())
+        .map(|p| p.progress)
+        .collect();
+    assert_eq!(steps, [1.0, 2.0]);
+    assert_eq!(changed.try_recv().unwrap(), "t");
+    let state = server.state().await.unwrap();
+    assert_eq!(state["pings"], 1, "the server's ping was answered: {state}");
+    assert!(posted_directly(&state["callIds"]["chatty"]), "{state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_call_is_answered_by_json_too() {
+    let server = TestServer::json_responses().await;
+    let (hub, _changed) = hub_listening(settings());
+    let endpoint = Endpoint::Http {
+        url: server.url.clone(),
+    };
+    for label in ["one", "two"] {
+        let result = hub
+            .call_tool("t", &endpoint, "show-widget", args(label))
+            .await
+            .unwrap();
+        assert_eq!(result["content"][0]["text"], format!("widget:{label}"));
+    }
+    assert!(posted_directly(&last_call_id(&server, "show-widget").await));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_stream_the_server_closes_is_resumed_for_its_answer() {
+    let server = TestServer::resumable().await;
+    server
+        .control(json!({"addTool": {"name": "polled", "chatter": {"closeStream": true}}}))
+        .await;
+    let (hub, _changed) = hub_listening(settings());
+    let endpoint = Endpoint::Http {
+        url: server.url.clone(),
+    };
+    let result = hub
+        .call_tool("t", &endpoint, "polled", serde_json::Map::new())
+        .await
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "polled:{}");
+    let state = server.state().await.unwrap();
+    assert_eq!(state["calls"]["polled"], 1, "run once: {state}");
+    assert!(posted_directly(&state["callIds"]["polled"]), "{state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_the_server_forgot_is_opened_again_and_the_call_runs_once() {
+    let server = TestServer::start().await;
+    let (hub, _changed) = hub_listening(settings());
+    let endpoint = Endpoint::Http {
+        url: server.url.clone(),
+    };
+    hub.call_tool("t", &endpoint, "show-widget", args("before"))
+        .await
+        .unwrap();
+    assert!(posted_directly(&last_call_id(&server, "show-widget").await));
+    server.control(json!({"forgetSessions": true})).await;
+    let result = hub
+        .call_tool("t", &endpoint, "show-widget", args("after"))
+        .await
+        .unwrap();
+    assert_eq!(result["content"][0]["text"], "widget:after");
+    let state = server.state().await.unwrap();
+    assert_eq!(
+        state["calls"]["show-widget"], 2,
+        "each call ran once: {state}"
+    );
+    assert!(
+        state["callIds"]["show-widget"].is_number(),
+        "the 404 handed the call to rmcp, which opened a new session: {state}"
+    );
+    assert_eq!(state["sessions"].as_array().unwrap().len(), 1, "{state}");
+    hub.call_tool("t", &endpoint, "show-widget", args("later"))
+        .await
+        .unwrap();
+    assert!(
+        posted_directly(&last_call_id(&server, "show-widget").await),
+        "direct again, in the new session"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_direct_calls_off_tool_calls_go_through_rmcp() {
+    let server = TestServer::start().await;
+    let (hub, _changed) = hub_listening(HubSettings {
+        direct_tool_calls: false,
+        ..settings()
+    });
+    let endpoint = Endpoint::Http {
+        url: server.url.clone(),
+    };
+    hub.call_tool("t", &endpoint, "show-widget", args("x"))
+        .await
+        .unwrap();
+    assert!(last_call_id(&server, "show-widget").await.is_number());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_answer_over_the_limit_is_refused_and_the_next_call_works() {
+    let server = TestServer::start().await;
+    server
+        .control(json!({"addTool": {"name": "big",
+            "result": {"content": [{"type": "text", "text": "x".repeat(4000)}]}}}))
+        .await;
+    let (hub, _changed) = hub_listening(HubSettings {
+        response_limit: 1024,
+        ..settings()
+    });
+    let endpoint = Endpoint::Http {
+        url: server.url.clone(),
+    };
+    let err = hub
+        .call_tool("t", &endpoint, "big", serde_json::Map::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err, McpError::TooLarge { limit: 1024 });
+    assert!(posted_directly(&last_call_id(&server, "big").await));
+    hub.call_tool("t", &endpoint, "show-widget", args("after"))
+        .await
+        .unwrap();
+}

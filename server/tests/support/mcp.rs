@@ -95,9 +95,24 @@ impl TestServer {
     }
 
     pub async fn start_on(port: u16) -> TestServer {
+        Self::start_with(port, &[]).await
+    }
+
+    /// A test server that keeps its sessions' events, so a client can resume a stream.
+    pub async fn resumable() -> TestServer {
+        Self::start_with(0, &[("RESUMABLE", "1")]).await
+    }
+
+    /// A test server that answers every POST with one JSON body instead of an event stream.
+    pub async fn json_responses() -> TestServer {
+        Self::start_with(0, &[("JSON_RESPONSE", "1")]).await
+    }
+
+    async fn start_with(port: u16, env: &[(&str, &str)]) -> TestServer {
         let script = end2end_dir().join("support/test-mcp-server.mjs");
         let mut child = Command::new("node")
             .arg(script)
+            .envs(env.iter().copied())
             .env("PORT", port.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -120,8 +135,9 @@ impl TestServer {
         }
     }
 
-    /// A test server with a read-only tool `slow`: two progress steps 400 ms apart before it
-    /// answers (sent when the call carries a progress token, as strad's upstream calls do).
+    /// A test server with a read-only tool `slow`: two steps 400 ms apart before it answers,
+    /// each a progress notification when the call carries a progress token (strad's upstream
+    /// calls carry one when their caller asked for progress).
     pub async fn with_slow_tool() -> TestServer {
         let server = Self::start().await;
         server

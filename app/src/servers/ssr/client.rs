@@ -20,6 +20,8 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::direct::{Direct, Listeners, Negotiated};
+
 /// The UI extension strad advertises at initialize (SEP-1724 key of MCP Apps).
 pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
 
@@ -30,6 +32,9 @@ pub struct HubSettings {
     pub resource_limit: usize,
     /// Largest answer accepted for anything else (lists, tool results).
     pub response_limit: usize,
+    /// Tool calls to HTTP servers are posted straight into the session (`direct.rs`);
+    /// false makes them through rmcp's client.
+    pub direct_tool_calls: bool,
 }
 
 impl Default for HubSettings {
@@ -38,6 +43,7 @@ impl Default for HubSettings {
             request_timeout: Duration::from_secs(30),
             resource_limit: 8 * 1024 * 1024,
             response_limit: 16 * 1024 * 1024,
+            direct_tool_calls: true,
         }
     }
 }
@@ -173,6 +179,8 @@ struct Connection {
     endpoint: Endpoint,
     service: RunningService<RoleClient, Handler>,
     progress: ProgressRoutes,
+    /// Tool calls posted straight to an HTTP server, in the session `service` opened.
+    direct: Option<Direct>,
 }
 
 /// One `tools/call` in flight upstream: while it lives its progress is routed to its sink;
@@ -393,6 +401,35 @@ impl Hub {
     ) -> Result<ToolAnswer, McpError> {
         let limit = self.settings.response_limit;
         let connection = self.connection(slug, endpoint).await?;
+        if let Some(direct) = connection
+            .direct
+            .as_ref()
+            .filter(|_| self.settings.direct_tool_calls)
+        {
+            let listeners = Listeners {
+                progress: progress.as_ref(),
+                changes: &self.changes,
+                slug,
+            };
+            match self
+                .timed(direct.call(name, &arguments, listeners, limit))
+                .await
+            {
+                Ok(Ok(Some(answer))) => return Ok(answer),
+                // Nothing ran: the call is rmcp's to make.
+                Ok(Ok(None)) => {}
+                Ok(Err(err)) => {
+                    if !matches!(err, McpError::Server(_) | McpError::TooLarge { .. }) {
+                        self.forget_connection(slug, &connection).await;
+                    }
+                    return Err(err);
+                }
+                Err(timeout) => {
+                    self.forget_connection(slug, &connection).await;
+                    return Err(timeout);
+                }
+            }
+        }
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let peer = connection.service.peer().clone();
         let mut request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
@@ -542,7 +579,7 @@ impl Hub {
             slug: slug.to_owned(),
             changes: self.changes.clone(),
         };
-        let service = self
+        let (service, direct) = self
             .timed(connect(handler, endpoint, progress.clone()))
             .await
             .map_err(|_| {
@@ -555,6 +592,7 @@ impl Hub {
             endpoint: endpoint.clone(),
             service,
             progress,
+            direct,
         });
         write(&self.connections).insert(slug.to_owned(), connection.clone());
         Ok(connection)
@@ -572,7 +610,7 @@ impl<T: std::fmt::Display + std::fmt::Debug> ConnectFailure for T {}
 /// A failure as a person can act on it. rmcp's transport errors carry a chain of wrapper
 /// type names and rarely expose their cause through `source()`, so the text is read: a
 /// known cause is named plainly, anything else has the type names stripped and is cut short.
-fn describe<E: std::fmt::Display + std::fmt::Debug + ?Sized>(err: &E) -> String {
+pub(super) fn describe<E: std::fmt::Display + std::fmt::Debug + ?Sized>(err: &E) -> String {
     let text = err.to_string();
     // The cause often shows only in the Debug form.
     let full = format!("{text} {err:?}");
@@ -615,19 +653,22 @@ fn describe<E: std::fmt::Display + std::fmt::Debug + ?Sized>(err: &E) -> String 
     }
 }
 
+/// A connection's rmcp service, and for an HTTP server its direct calls.
 async fn connect(
     handler: Handler,
     endpoint: &Endpoint,
     routes: ProgressRoutes,
-) -> Result<RunningService<RoleClient, Handler>, McpError> {
+) -> Result<(RunningService<RoleClient, Handler>, Option<Direct>), McpError> {
     let connect_error = |err: &dyn ConnectFailure| McpError::Connect(describe(err));
     match endpoint {
         Endpoint::Http { url } => {
-            let inner = super::http::transport(url, None);
-            handler
+            let negotiated = Negotiated::default();
+            let (inner, client) = super::http::recording(url, negotiated.clone());
+            let service = handler
                 .serve(Routed { inner, routes })
                 .await
-                .map_err(|e| connect_error(&e))
+                .map_err(|e| connect_error(&e))?;
+            Ok((service, Some(Direct::new(client, url, negotiated))))
         }
         Endpoint::Stdio { command } => {
             let (program, args) = command
@@ -639,13 +680,14 @@ async fn connect(
                 .stderr(std::process::Stdio::null())
                 .spawn()
                 .map_err(|e| connect_error(&e))?;
-            handler
+            let service = handler
                 .serve(Routed {
                     inner: transport,
                     routes,
                 })
                 .await
-                .map_err(|e| connect_error(&e))
+                .map_err(|e| connect_error(&e))?;
+            Ok((service, None))
         }
     }
 }

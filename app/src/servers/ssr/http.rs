@@ -26,6 +26,8 @@ use rmcp::transport::streamable_http_client::{
 use rmcp_reqwest as reqwest;
 use sse_stream::Sse;
 
+use super::direct::Negotiated;
+
 /// How long a dropped event stream is read to its end before its connection is given up.
 const DRAIN_FOR: Duration = Duration::from_secs(1);
 /// How long an idle connection is kept for the next request: under the keep-alive timeout of
@@ -46,9 +48,30 @@ pub fn transport(url: &str, bearer: Option<&str>) -> StreamableHttpClientTranspo
     StreamableHttpClientTransport::with_client(Pooled::new(), config)
 }
 
+/// A transport to `url` that records its session's headers in `negotiated`, and its
+/// connection pool, for direct calls in the same session.
+pub fn recording(
+    url: &str,
+    negotiated: Negotiated,
+) -> (StreamableHttpClientTransport<Pooled>, reqwest::Client) {
+    let pooled = Pooled {
+        negotiated: Some(negotiated),
+        ..Pooled::new()
+    };
+    let client = pooled.client.clone();
+    let config = StreamableHttpClientTransportConfig::with_uri(url);
+    (
+        StreamableHttpClientTransport::with_client(pooled, config),
+        client,
+    )
+}
+
 /// reqwest, keeping idle connections, its dropped event streams read to their end.
 #[derive(Clone)]
-pub struct Pooled(reqwest::Client);
+pub struct Pooled {
+    client: reqwest::Client,
+    negotiated: Option<Negotiated>,
+}
 
 impl Pooled {
     pub fn new() -> Self {
@@ -58,7 +81,10 @@ impl Pooled {
             .pool_idle_timeout(IDLE_FOR)
             .build()
             .expect("a reqwest client with rustls builds");
-        Self(client)
+        Self {
+            client,
+            negotiated: None,
+        }
     }
 }
 
@@ -141,8 +167,11 @@ impl StreamableHttpClient for Pooled {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        if let Some(negotiated) = &self.negotiated {
+            negotiated.saw(&message, session_id.as_deref(), &custom_headers);
+        }
         let response = self
-            .0
+            .client
             .post_message_with_response_limits(
                 uri,
                 message,
@@ -167,7 +196,7 @@ impl StreamableHttpClient for Pooled {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.0
+        self.client
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
     }
@@ -180,7 +209,7 @@ impl StreamableHttpClient for Pooled {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>> {
-        self.0
+        self.client
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
     }

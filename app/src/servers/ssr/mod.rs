@@ -1,6 +1,7 @@
 pub mod canonical;
 pub mod changes;
 pub mod client;
+pub mod direct;
 pub mod discover;
 pub mod discovery;
 pub mod form;
