@@ -1,7 +1,9 @@
 //! strad's MCP client: one rmcp connection per server, reused across requests, rebuilt
 //! after a failure (a restarted server is reached again on the next request). Every request
 //! has a timeout; every answer is checked against a byte limit. A failing server gives a
-//! clear error and never takes the console or another server down.
+//! clear error and never takes the console or another server down. A tool call to an HTTP
+//! server is posted straight into the session the connection opened (`direct.rs`), and
+//! made through rmcp only when it cannot be.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -389,8 +391,9 @@ impl Hub {
             .await
     }
 
-    /// One `tools/call` whose progress notifications go to `progress` as they come.
-    /// Dropping the future cancels the call upstream (`notifications/cancelled`).
+    /// One `tools/call` whose progress notifications go to `progress` as they come (a
+    /// direct call carries a progress token only then; rmcp's always does). Dropping the
+    /// future cancels the call upstream (`notifications/cancelled`).
     pub async fn call_tool_reporting(
         &self,
         slug: &str,
