@@ -7,7 +7,9 @@
 //!   upstream), and through `/mcp` by the same MCP clients with a login token (token, scope,
 //!   policy, audit row); 1 and 32 concurrent callers. At one caller, also through a second
 //!   strad whose tool calls wait for their audit row's flush to disk
-//!   (`STRAD_AUDIT_TOOL_CALLS_FLUSH=before_answer`).
+//!   (`STRAD_AUDIT_TOOL_CALLS_FLUSH=before_answer`); at 1 and 32, also through a strad whose
+//!   upstream calls go through rmcp's client instead of the direct POST
+//!   (`STRAD_UPSTREAM_TOOL_CALLS=rmcp`).
 //! - Frame route: `GET /apps/<slug>/frame` (session, entitlement, pin, CSP) for a 300 KiB
 //!   app with three inline scripts, and nginx (Debian's package, started here on a loopback
 //!   port) serving the very bytes strad served, with the same load generator.
