@@ -7,6 +7,10 @@
 //! leave the connection unusable. Here every event stream dropped before its end is read to
 //! the end in the background (for at most `DRAIN_FOR`), so its connection goes back to the
 //! pool; a stream still open by then is dropped and its connection closed, as before.
+//!
+//! The hub's connections (`recording`) also note the session id and protocol version each
+//! request leaves with, so tool calls can be posted straight into the session (`direct.rs`)
+//! on the same pool.
 
 use std::collections::HashMap;
 use std::pin::Pin;
