@@ -90,6 +90,22 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
+/// `way` against `direct`, measured in the same round: its share of direct's calls/s, and
+/// the milliseconds it adds at p50 and at p99.
+fn against(direct: &Figures, way: &Figures) -> [f64; 3] {
+    let added = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1000.0;
+    [
+        100.0 * way.requests_per_second / direct.requests_per_second,
+        added(way.p50, direct.p50),
+        added(way.p99, direct.p99),
+    ]
+}
+
+/// Those three figures as a table's cells.
+fn cells([share, p50, p99]: [f64; 3]) -> String {
+    format!(" {share:.0}% | {p50:+.2} ms | {p99:+.2} ms |")
+}
+
 /// Two ways through strad taking turns with direct, `ROUNDS` times at `concurrency`: each
 /// one's share of direct's calls/s, its added p50 and p99, per round and the median round;
 /// and each one's CPU per call (strad's threads, PostgreSQL) over all rounds.
@@ -123,11 +139,9 @@ async fn side_by_side<D, DFut, F, Fut>(
         for ((figures, cpu), (_, way)) in figures.iter_mut().zip(&mut cpu).zip(ways) {
             let (f, used) = with_cpu(node, measure(calls, concurrency, way.clone())).await;
             *cpu = cpu.plus(used);
-            let share = 100.0 * f.requests_per_second / d.requests_per_second;
-            let added = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1000.0;
-            let (p50, p99) = (added(f.p50, d.p50), added(f.p99, d.p99));
-            row.push_str(&format!(" {share:.0}% | {p50:+.2} ms | {p99:+.2} ms |"));
-            for (list, value) in figures.iter_mut().zip([share, p50, p99]) {
+            let compared = against(&d, &f);
+            row.push_str(&cells(compared));
+            for (list, value) in figures.iter_mut().zip(compared) {
                 list.push(value);
             }
         }
@@ -135,8 +149,7 @@ async fn side_by_side<D, DFut, F, Fut>(
     }
     let mut row = "| median | | | |".to_string();
     for way in &mut figures {
-        let [share, p50, p99] = way.each_mut().map(|list| median(list));
-        row.push_str(&format!(" {share:.0}% | {p50:+.2} ms | {p99:+.2} ms |"));
+        row.push_str(&cells(way.each_mut().map(|list| median(list))));
     }
     println!("{row}");
     let per = |ms: f64| ms / (ROUNDS * calls) as f64;
@@ -289,11 +302,9 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
                 ms(d.p99)
             );
             for (path, f) in figures.iter_mut().zip([&t, &m]) {
-                let share = 100.0 * f.requests_per_second / d.requests_per_second;
-                let added = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1000.0;
-                let (p50, p99) = (added(f.p50, d.p50), added(f.p99, d.p99));
-                row.push_str(&format!(" {share:.0}% | {p50:+.2} ms | {p99:+.2} ms |"));
-                for (list, value) in path.iter_mut().zip([share, p50, p99]) {
+                let compared = against(&d, f);
+                row.push_str(&cells(compared));
+                for (list, value) in path.iter_mut().zip(compared) {
                     list.push(value);
                 }
             }
@@ -301,8 +312,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         }
         let mut row = format!("| {concurrency} | median | | | |");
         for path in &mut figures {
-            let [share, p50, p99] = path.each_mut().map(|list| median(list));
-            row.push_str(&format!(" {share:.0}% | {p50:+.2} ms | {p99:+.2} ms |"));
+            row.push_str(&cells(path.each_mut().map(|list| median(list))));
         }
         println!("{row}");
         let rows_per_commit = commits.map(|(batches, rows)| rows as f64 / batches.max(1) as f64);

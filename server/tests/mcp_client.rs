@@ -20,6 +20,13 @@ fn hub(timeout: Duration) -> Hub {
     )
 }
 
+/// Where `server` is reached over Streamable HTTP.
+fn http(server: &TestServer) -> Endpoint {
+    Endpoint::Http {
+        url: server.url.clone(),
+    }
+}
+
 fn args(label: &str) -> serde_json::Map<String, serde_json::Value> {
     json!({"label": label}).as_object().unwrap().clone()
 }
@@ -28,9 +35,7 @@ fn args(label: &str) -> serde_json::Map<String, serde_json::Value> {
 async fn a_tool_is_called_and_the_connection_is_reused() {
     let server = TestServer::start().await;
     let hub = hub(Duration::from_secs(10));
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     for label in ["one", "two", "three"] {
         let result = hub
             .call_tool("t", &endpoint, "show-widget", args(label))
@@ -51,9 +56,7 @@ async fn a_tool_is_called_and_the_connection_is_reused() {
 async fn a_tool_error_from_the_server_is_reported_as_the_servers_answer() {
     let server = TestServer::start().await;
     let hub = hub(Duration::from_secs(10));
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     let err = hub
         .call_tool("t", &endpoint, "no-such-tool", args("x"))
         .await
@@ -73,9 +76,7 @@ async fn a_server_that_dies_mid_call_fails_that_call_and_the_next_call_after_res
     let port = free_port();
     let mut server = TestServer::start_on(port).await;
     let hub = hub(Duration::from_secs(10));
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     hub.call_tool("t", &endpoint, "show-widget", args("before"))
         .await
         .unwrap();
@@ -102,9 +103,7 @@ async fn a_server_that_dies_mid_call_fails_that_call_and_the_next_call_after_res
 async fn a_call_that_hangs_times_out_and_the_next_call_works() {
     let server = TestServer::start().await;
     let hub = hub(Duration::from_secs(1));
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     server
         .control(json!({"fault": {"kind": "hang", "on": "tools/call"}}))
         .await;
@@ -123,9 +122,7 @@ async fn a_call_that_hangs_times_out_and_the_next_call_works() {
 async fn an_answer_that_is_not_json_is_an_error_and_the_next_call_works() {
     let server = TestServer::start().await;
     let hub = hub(Duration::from_secs(10));
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     server
         .control(json!({"fault": {"kind": "garbage", "on": "tools/call"}}))
         .await;
@@ -198,9 +195,7 @@ async fn a_direct_call_answers_the_servers_ping_and_passes_on_progress_and_list_
             "progress": {"steps": 2}}}))
         .await;
     let (hub, mut changed) = hub_listening(settings());
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     let (sink, mut progress) = tokio::sync::mpsc::unbounded_channel();
     let answer = hub
         .call_tool_reporting("t", &endpoint, "chatty", serde_json::Map::new(), Some(sink))
@@ -225,9 +220,7 @@ async fn a_direct_call_answers_the_servers_ping_and_passes_on_progress_and_list_
 async fn a_direct_call_is_answered_by_json_too() {
     let server = TestServer::json_responses().await;
     let (hub, _changed) = hub_listening(settings());
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     for label in ["one", "two"] {
         let result = hub
             .call_tool("t", &endpoint, "show-widget", args(label))
@@ -245,9 +238,7 @@ async fn a_call_whose_stream_the_server_closes_is_resumed_for_its_answer() {
         .control(json!({"addTool": {"name": "polled", "chatter": {"closeStream": true}}}))
         .await;
     let (hub, _changed) = hub_listening(settings());
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     let result = hub
         .call_tool("t", &endpoint, "polled", serde_json::Map::new())
         .await
@@ -262,9 +253,7 @@ async fn a_call_whose_stream_the_server_closes_is_resumed_for_its_answer() {
 async fn a_session_the_server_forgot_is_opened_again_and_the_call_runs_once() {
     let server = TestServer::start().await;
     let (hub, _changed) = hub_listening(settings());
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     hub.call_tool("t", &endpoint, "show-widget", args("before"))
         .await
         .unwrap();
@@ -301,9 +290,7 @@ async fn with_direct_calls_off_tool_calls_go_through_rmcp() {
         direct_tool_calls: false,
         ..settings()
     });
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     hub.call_tool("t", &endpoint, "show-widget", args("x"))
         .await
         .unwrap();
@@ -321,9 +308,7 @@ async fn a_direct_answer_over_the_limit_is_refused_and_the_next_call_works() {
         response_limit: 1024,
         ..settings()
     });
-    let endpoint = Endpoint::Http {
-        url: server.url.clone(),
-    };
+    let endpoint = http(&server);
     let err = hub
         .call_tool("t", &endpoint, "big", serde_json::Map::new())
         .await

@@ -414,23 +414,12 @@ impl Hub {
                 changes: &self.changes,
                 slug,
             };
-            match self
+            let outcome = self
                 .timed(direct.call(name, &arguments, listeners, limit))
-                .await
-            {
-                Ok(Ok(Some(answer))) => return Ok(answer),
-                // Nothing ran: the call is rmcp's to make.
-                Ok(Ok(None)) => {}
-                Ok(Err(err)) => {
-                    if !matches!(err, McpError::Server(_) | McpError::TooLarge { .. }) {
-                        self.forget_connection(slug, &connection).await;
-                    }
-                    return Err(err);
-                }
-                Err(timeout) => {
-                    self.forget_connection(slug, &connection).await;
-                    return Err(timeout);
-                }
+                .await;
+            // `None`: nothing ran, and the call is rmcp's to make.
+            if let Some(answer) = self.settled(slug, &connection, outcome).await? {
+                return Ok(answer);
             }
         }
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
@@ -457,24 +446,29 @@ impl Hub {
                 _ => Err(ServiceError::UnexpectedResponse),
             }
         };
-        let result = self.timed(request).await;
-        match result {
-            Ok(Ok(result)) => {
-                let json = to_text(&result, limit)?;
-                Ok(ToolAnswer { result, json })
-            }
-            Ok(Err(err)) => {
-                let err = service_error(err);
-                if !matches!(err, McpError::Server(_)) {
-                    self.forget_connection(slug, &connection).await;
-                }
-                Err(err)
-            }
-            Err(timeout) => {
-                self.forget_connection(slug, &connection).await;
-                Err(timeout)
-            }
+        let outcome = self.timed(request).await.map(|r| r.map_err(service_error));
+        let result = self.settled(slug, &connection, outcome).await?;
+        let json = to_text(&result, limit)?;
+        Ok(ToolAnswer { result, json })
+    }
+
+    /// A tool call's outcome (a timeout outside, the call's own failure inside). Any failure
+    /// but the server's own error answer or an answer over the limit may mean a broken
+    /// connection, which is dropped so the next call opens a new one.
+    async fn settled<T>(
+        &self,
+        slug: &str,
+        connection: &Arc<Connection>,
+        outcome: Result<Result<T, McpError>, McpError>,
+    ) -> Result<T, McpError> {
+        let err = match outcome.and_then(|inner| inner) {
+            Ok(value) => return Ok(value),
+            Err(err) => err,
+        };
+        if !matches!(err, McpError::Server(_) | McpError::TooLarge { .. }) {
+            self.forget_connection(slug, connection).await;
         }
+        Err(err)
     }
 
     /// Drops the server's connection (after an edit, or when it is disabled).
@@ -602,7 +596,7 @@ impl Hub {
     }
 }
 
-fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+pub(super) fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

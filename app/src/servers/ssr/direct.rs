@@ -34,7 +34,7 @@ use rmcp_reqwest as reqwest;
 use serde_json::{Value, json};
 use sse_stream::SseStream;
 
-use super::client::{ChangeSender, McpError, ProgressSink, ToolAnswer};
+use super::client::{ChangeSender, McpError, ProgressSink, ToolAnswer, write};
 
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
@@ -78,7 +78,7 @@ impl Negotiated {
             return;
         }
         let seen = plain(session, headers).map(Arc::new);
-        let mut current = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut current = write(&self.0);
         if current.as_deref() != seen.as_deref() {
             *current = seen;
         }
@@ -90,7 +90,7 @@ impl Negotiated {
 
     /// Forgets `stale` (the server no longer knows it), unless rmcp has moved on already.
     fn forget(&self, stale: &Arc<SessionHeaders>) {
-        let mut current = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let mut current = write(&self.0);
         if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, stale)) {
             *current = None;
         }
