@@ -2,15 +2,13 @@
 //! copy under its own CSP, and the tool-call route the bridge posts to.
 
 use app::apps::ssr::{csp, pins, scripts};
-use app::audit::ssr::writer;
 use app::auth::ssr::context::RequestContext;
 use app::auth::ssr::session::{SessionPerson, signed_in_person};
 use app::auth::ssr::users;
-use app::entitlements::policy::{Decision, Refusal, Surface};
+use app::entitlements::policy::Surface;
 use app::entitlements::ssr::authorize;
 use app::error::AppError;
 use app::servers::Capability;
-use app::servers::ssr::canonical::{canonical_json, sha256_hex};
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
@@ -22,9 +20,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_sessions::Session;
 
-use crate::auth::sign_out::is_same_origin;
 use crate::prefetch;
-use crate::startup::ServerState;
+use crate::state::ServerState;
+use crate::tool_call::{CallError, Caller, ToolCall};
 
 /// Largest tool-call body accepted from a page (SPEC §6 bridge byte limit).
 const CALL_BODY_LIMIT: usize = 256 * 1024;
@@ -246,10 +244,7 @@ pub async fn frame(
             Err(error) => return frame_error(error.into()),
         },
         None => {
-            // The first open pins; a link from another site never does.
-            if !is_same_origin(&headers, &state.config.http.public_origin()) {
-                return stopped(StatusCode::FORBIDDEN, "Open this app from the console.");
-            }
+            // The first open pins (a load started by another site was stopped above).
             match pins::pin(
                 pool,
                 &state.app.hub,
@@ -402,9 +397,9 @@ impl FrameCache {
     }
 }
 
-/// A cross-site form cannot send `application/json`, and the console's own page sends its
-/// origin: both are required of every call from a page.
-fn refuse_unless_json_from_console(state: &ServerState, headers: &HeaderMap) -> Option<Response> {
+/// A cross-site form cannot send `application/json`: it is required of every call from a
+/// page (the write gate has already refused any request not from the console).
+fn refuse_unless_json(headers: &HeaderMap) -> Option<Response> {
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -413,22 +408,7 @@ fn refuse_unless_json_from_console(state: &ServerState, headers: &HeaderMap) -> 
                 .next()
                 .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
         });
-    if !json {
-        return Some(refusal(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Send application/json.",
-        ));
-    }
-    let origin = state.config.http.public_origin();
-    if headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) != Some(origin.as_str())
-        || !is_same_origin(headers, &origin)
-    {
-        return Some(refusal(
-            StatusCode::FORBIDDEN,
-            "Cross-site request refused.",
-        ));
-    }
-    None
+    (!json).then(|| refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Send application/json."))
 }
 
 #[derive(Deserialize)]
@@ -481,9 +461,8 @@ async fn detached(call: impl Future<Output = Response> + Send + 'static) -> Resp
     })
 }
 
-/// One tool call from a page of the console (an app's bridge, or the playground): JSON
-/// from the console only, signed in, entitled, the policy decision for `surface`, the call,
-/// and an audit row whatever happens.
+/// One tool call from a page of the console (an app's bridge, or the playground): JSON only,
+/// signed in, entitled, then `ToolCall::run` under the decision for `surface`.
 async fn call_tool(
     state: &ServerState,
     session: &Session,
@@ -492,12 +471,7 @@ async fn call_tool(
     body: &Bytes,
     surface: Surface,
 ) -> Response {
-    let slug = slug.to_owned();
-    let (kind, from) = match surface {
-        Surface::App => ("app_tool_call", "apps"),
-        _ => ("playground_tool_call", "the playground"),
-    };
-    if let Some(refused) = refuse_unless_json_from_console(state, headers) {
+    if let Some(refused) = refuse_unless_json(headers) {
         return refused;
     }
     let pool = &state.app.pool;
@@ -512,18 +486,16 @@ async fn call_tool(
             Err(error) => app_error(AppError::internal(error)),
         };
     };
-    let arguments = call.arguments.unwrap_or_default();
-    let argument_digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
     // The person, the entitlement and the policy decision at once (three connections), and
     // with the session itself when whose it is can be guessed: the decision is read for the
     // slug asked, and used only once the entitlement holds. Not entitled, or no such slug:
     // the same 403, and nothing recorded under a slug the person cannot see.
-    let (slug_ref, tool, memos) = (slug.as_str(), call.name.as_str(), &state.memos);
+    let (tool, memos) = (call.name.as_str(), &state.memos);
     let read = |person: SessionPerson| async move {
         tokio::join!(
             memos.user(pool, person.user_id),
-            memos.entitled(pool, person.user_id, slug_ref),
-            memos.decision(pool, person.kind, slug_ref, tool, surface),
+            memos.entitled(pool, person.user_id, slug),
+            memos.decision(pool, person.kind, slug, tool, surface),
         )
     };
     let (person, (user, server, decision)) =
@@ -536,92 +508,60 @@ async fn call_tool(
         Ok(ctx) => ctx,
         Err(error) => return app_error(error),
     };
-    let server = match server {
-        Ok(server) => server,
-        Err(error) => return app_error(error),
+    let (server, decision) = match (server, decision) {
+        (Ok(server), Ok(decision)) => (server, decision),
+        (Err(error), _) | (_, Err(error)) => return app_error(error),
     };
-    let decision = match decision {
-        Ok(decision) => decision,
-        Err(error) => return app_error(error),
+    let call = ToolCall {
+        surface,
+        slug: slug.to_owned(),
+        tool: call.name,
+        arguments: call.arguments.unwrap_or_default(),
+        bytes_in: body.len(),
     };
-    let refused = match decision {
-        Decision::Run => None,
-        Decision::Ask => Some(
-            "This tool changes things; approving it from an app is not available yet.".to_string(),
-        ),
-        Decision::Refuse(Refusal::TokenSession) => {
-            Some("A session opened with a login token cannot call tools.".to_string())
-        }
-        Decision::Refuse(Refusal::UnknownTool) => Some("This server has no such tool.".to_string()),
-        Decision::Refuse(Refusal::NotVisible) => Some(match surface {
-            Surface::App => "This tool is not available to apps.".to_string(),
-            _ => "This tool is for apps only: it is not offered here.".to_string(),
-        }),
-        Decision::Refuse(Refusal::NotInPolicy) => Some(format!(
-            "This server's policy does not allow this tool from {from}."
-        )),
-        Decision::Refuse(Refusal::WritingDenied) => Some(
-            "This tool changes things, and this server's policy refuses such calls from apps."
-                .to_string(),
-        ),
-    };
-    let event = |outcome: String, bytes_out: usize| {
-        let payload = json!({
-            "tool": call.name, "arguments_sha256": argument_digest, "outcome": outcome,
-            "bytes_in": body.len(), "bytes_out": bytes_out,
-            "surface": if surface == Surface::App { "app" } else { "playground" },
-        });
-        writer::Event {
-            actor: ctx.actor(),
-            kind,
-            slug: Some(slug.clone()),
-            payload,
-        }
-    };
-    if let Some(message) = refused {
-        let refused = event(format!("refused: {decision:?}"), 0);
-        if let Err(error) = state.audit.append(refused).await {
-            tracing::error!(error.message = %error, "could not audit a refused call");
-        }
-        return refusal(StatusCode::FORBIDDEN, &message);
+    let answered = call
+        .run(
+            state,
+            &caller_of(&ctx),
+            &server,
+            decision,
+            &state.app.hub,
+            None,
+            std::future::pending(),
+        )
+        .await;
+    match answered {
+        Ok(answer) => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            answer.json,
+        )
+            .into_response(),
+        Err(error) => call_error(&error),
     }
-    let Some(endpoint) = server.endpoint() else {
-        return refusal(StatusCode::BAD_GATEWAY, "The server has no endpoint.");
-    };
-    let running = state.audit.running();
-    match state
-        .app
-        .hub
-        .call_tool_answer(&slug, &endpoint, &call.name, arguments)
-        .await
-    {
-        Ok(answer) => {
-            let text = answer.json;
-            if let Err(error) = running.append(event("ok".into(), text.len())).await {
-                tracing::error!(error.message = %error, "could not audit a tool call");
-                return refusal(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "The call could not be recorded.",
-                );
-            }
-            (
-                StatusCode::OK,
-                [
-                    (header::CONTENT_TYPE, "application/json"),
-                    (header::CACHE_CONTROL, "no-store"),
-                ],
-                text,
-            )
-                .into_response()
-        }
-        Err(error) => {
-            let _ = running.append(event(format!("error: {error}"), 0)).await;
-            refusal(
-                StatusCode::BAD_GATEWAY,
-                &format!("The server could not run the tool: {error}"),
-            )
-        }
+}
+
+/// The caller of a console call.
+fn caller_of(ctx: &RequestContext) -> Caller {
+    Caller {
+        user_id: ctx.user.id,
+        email: ctx.user.email.clone(),
+        token_id: None,
     }
+}
+
+/// A call that did not answer with a result, as the page reads it.
+fn call_error(error: &CallError) -> Response {
+    let mut response = refusal(error.status(), &error.message());
+    if *error == CallError::TooMany {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 #[derive(Deserialize)]
@@ -630,8 +570,9 @@ pub struct OpeningBody {
 }
 
 /// POST /apps/<slug>/opening-call: the host's own call of the tool that declares the app,
-/// after the page is initialized (SPEC §6 lifecycle). The server picks the tool; it runs
-/// only when read-only (annotated, or marked by an admin) and is not bound by visibility.
+/// after the page is initialized (SPEC §6 lifecycle). The server picks the tool; the
+/// decision is an app call's (its policy list, the capability ceiling), but no page asked
+/// for it, so visibility does not bind it and it runs only when read-only.
 pub async fn opening_call(
     State(state): State<ServerState>,
     session: Session,
@@ -649,7 +590,7 @@ async fn run_opening_call(
     slug: String,
     body: OpeningBody,
 ) -> Response {
-    if let Some(refused) = refuse_unless_json_from_console(&state, &headers) {
+    if let Some(refused) = refuse_unless_json(&headers) {
         return refused;
     }
     let pool = &state.app.pool;
@@ -657,61 +598,42 @@ async fn run_opening_call(
         Ok(found) => found,
         Err(refused) => return refused,
     };
-    if ctx.session_kind == app::auth::ssr::session::SessionKind::Token {
-        return refusal(
-            StatusCode::FORBIDDEN,
-            "A session opened with a login token cannot call tools.",
-        );
-    }
     let tool = match pins::declaring_tool(pool, &slug, &body.uri).await {
         Ok(Some(tool)) => tool,
         Ok(None) => return refusal(StatusCode::NOT_FOUND, "No tool declares this app."),
         Err(error) => return app_error(error.into()),
     };
-    match authorize::tool_facts(pool, &slug, &tool).await {
-        Ok(Some(facts)) if facts.is_read_only() => {}
-        Ok(_) => {
-            return refusal(
-                StatusCode::FORBIDDEN,
-                "The declaring tool changes things: the app calls it when you ask.",
-            );
-        }
+    let decision = match state
+        .memos
+        .decision(pool, ctx.session_kind, &slug, &tool, Surface::Host)
+        .await
+    {
+        Ok(decision) => decision,
         Err(error) => return app_error(error),
-    }
-    let Some(endpoint) = server.endpoint() else {
-        return refusal(StatusCode::BAD_GATEWAY, "The server has no endpoint.");
     };
-    let result = state
-        .app
-        .hub
-        .call_tool_answer(&slug, &endpoint, &tool, serde_json::Map::new())
+    let call = ToolCall {
+        surface: Surface::Host,
+        slug: slug.clone(),
+        tool: tool.clone(),
+        arguments: serde_json::Map::new(),
+        bytes_in: 0,
+    };
+    let answered = call
+        .run(
+            &state,
+            &caller_of(&ctx),
+            &server,
+            decision,
+            &state.app.hub,
+            None,
+            std::future::pending(),
+        )
         .await;
-    let (outcome, bytes_out) = match &result {
-        Ok(answer) => ("ok".to_string(), answer.json.len()),
-        Err(error) => (format!("error: {error}"), 0),
-    };
-    let payload = json!({"tool": tool, "arguments_sha256": sha256_hex(b"{}"), "outcome": outcome, "bytes_in": 0, "bytes_out": bytes_out, "surface": "host"});
-    let audited = state.audit.append(writer::Event {
-        actor: ctx.actor(),
-        kind: "app_tool_call",
-        slug: Some(slug.clone()),
-        payload,
-    });
-    if let Err(error) = audited.await {
-        tracing::error!(error.message = %error, "could not audit the opening call");
-        return refusal(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The call could not be recorded.",
-        );
-    }
-    match result {
+    match answered {
         Ok(answer) => {
             Json(json!({"tool": tool, "arguments": {}, "result": answer.result})).into_response()
         }
-        Err(error) => refusal(
-            StatusCode::BAD_GATEWAY,
-            &format!("The server could not run the tool: {error}"),
-        ),
+        Err(error) => call_error(&error),
     }
 }
 
@@ -729,7 +651,7 @@ pub async fn resources_read(
     Path(slug): Path<String>,
     Json(body): Json<ReadBody>,
 ) -> Response {
-    if let Some(refused) = refuse_unless_json_from_console(&state, &headers) {
+    if let Some(refused) = refuse_unless_json(&headers) {
         return refused;
     }
     let (_ctx, server) = match entitled(&state, &session, &slug).await {

@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 pub fn routes() -> Router<ServerState> {
     Router::new()

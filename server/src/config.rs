@@ -15,6 +15,8 @@ pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/strad
 pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
 pub const GOOGLE_ISSUER: &str = "https://accounts.google.com";
 const DEFAULT_SESSION_IDLE_MINUTES: i64 = 12 * 60;
+/// A week: a stolen cookie stops working within it, however busy its thief keeps it.
+const DEFAULT_SESSION_MAX_HOURS: i64 = 7 * 24;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -29,6 +31,9 @@ pub struct Config {
     pub mcp_sessions_per_minute: u32,
     /// Client sessions `/mcp` holds open at once, all tokens together.
     pub mcp_sessions_max: u32,
+    /// Tool calls a person may make from the console (apps, the playground, opening calls)
+    /// per second, bursts of twice that.
+    pub calls_per_second: u32,
     /// Servers declared in the file (the only place a stdio server can come from).
     pub servers: Vec<DeclaredServer>,
     /// Whether a tool call's answer waits for its audit row to reach the disk, or only for
@@ -105,6 +110,9 @@ pub struct AuthConfig {
     /// Emails that get the admin role when they sign in. Lower-cased.
     pub bootstrap_admins: Vec<String>,
     pub session_idle: time::Duration,
+    /// How long any session lives, however active (SPEC §3: an absolute lifetime besides
+    /// the idle expiry).
+    pub session_max: time::Duration,
 }
 
 #[derive(Clone, Debug)]
@@ -195,6 +203,7 @@ const S_ALLOWED: &str = "STRAD_ALLOWED_DOMAINS (auth.oidc.allowed_domains)";
 const S_REQUIRE_HD: &str = "STRAD_OIDC_REQUIRE_HOSTED_DOMAIN (auth.oidc.require_hosted_domain)";
 const S_ADMINS: &str = "STRAD_BOOTSTRAP_ADMINS (auth.bootstrap_admins)";
 const S_IDLE: &str = "STRAD_SESSION_IDLE_MINUTES (auth.session_idle_minutes)";
+const S_MAX: &str = "STRAD_SESSION_MAX_HOURS (auth.session_max_hours)";
 const S_FILE: &str = "STRAD_CONFIG (strad.toml)";
 const S_INTERVAL: &str = "STRAD_DISCOVERY_INTERVAL_SECONDS (discovery.interval_seconds)";
 const S_TIMEOUT: &str = "STRAD_MCP_TIMEOUT_SECONDS (discovery.request_timeout_seconds)";
@@ -202,6 +211,7 @@ const S_LIMIT: &str = "STRAD_RESOURCE_LIMIT_BYTES (discovery.resource_limit_byte
 const S_SERVERS: &str = "servers (strad.toml [[servers]])";
 const S_MCP_RATE: &str = "STRAD_MCP_RATE_PER_SECOND (mcp.rate_per_second)";
 const S_MCP_SESSIONS: &str = "STRAD_MCP_SESSIONS_PER_MINUTE (mcp.sessions_per_minute)";
+const S_CALLS_RATE: &str = "STRAD_TOOL_CALLS_PER_SECOND (calls.per_second)";
 const S_MCP_SESSIONS_MAX: &str = "STRAD_MCP_SESSIONS_MAX (mcp.sessions_max)";
 const S_TOOL_CALLS: &str = "STRAD_UPSTREAM_TOOL_CALLS (discovery.tool_calls)";
 const S_AUDIT_FLUSH: &str = "STRAD_AUDIT_TOOL_CALLS_FLUSH (audit.tool_calls_flush)";
@@ -226,6 +236,8 @@ struct FileConfig {
     #[serde(default)]
     audit: FileAudit,
     #[serde(default)]
+    calls: FileCalls,
+    #[serde(default)]
     servers: Vec<FileServer>,
 }
 
@@ -233,6 +245,12 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct FileAudit {
     tool_calls_flush: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCalls {
+    per_second: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -282,6 +300,7 @@ struct FileDatabase {
 struct FileAuth {
     bootstrap_admins: Option<Vec<String>>,
     session_idle_minutes: Option<i64>,
+    session_max_hours: Option<i64>,
     oidc: Option<FileOidc>,
 }
 
@@ -509,6 +528,18 @@ impl Config {
         if !(5..=60 * 24 * 30).contains(&idle_minutes) {
             return Err(bad(S_IDLE, "must be between 5 minutes and 30 days"));
         }
+        let max_hours = match var("STRAD_SESSION_MAX_HOURS") {
+            Some(raw) => raw
+                .parse::<i64>()
+                .map_err(|_| bad(S_MAX, "must be a whole number of hours"))?,
+            None => file
+                .auth
+                .session_max_hours
+                .unwrap_or(DEFAULT_SESSION_MAX_HOURS),
+        };
+        if !(1..=24 * 90).contains(&max_hours) {
+            return Err(bad(S_MAX, "must be between 1 hour and 90 days"));
+        }
 
         let site_root = var("STRAD_SITE_ROOT")
             .or(file.site.root)
@@ -585,6 +616,13 @@ impl Config {
             1000,
             1_000_000,
         )?;
+        let calls_per_second = count(
+            "STRAD_TOOL_CALLS_PER_SECOND",
+            S_CALLS_RATE,
+            file.calls.per_second,
+            20,
+            100_000,
+        )?;
         let audit_calls_flush = match var("STRAD_AUDIT_TOOL_CALLS_FLUSH")
             .or(file.audit.tool_calls_flush)
             .as_deref()
@@ -636,6 +674,7 @@ impl Config {
             mcp_rate_per_second: mcp_rate,
             mcp_sessions_per_minute: mcp_sessions,
             mcp_sessions_max,
+            calls_per_second,
             servers,
             audit_calls_flush,
             http: HttpConfig { bind, public_url },
@@ -646,6 +685,7 @@ impl Config {
                 oidc,
                 bootstrap_admins,
                 session_idle: time::Duration::minutes(idle_minutes),
+                session_max: time::Duration::hours(max_hours),
             },
             site: SiteConfig {
                 root: PathBuf::from(site_root),
@@ -999,6 +1039,47 @@ mod tests {
         let config =
             Config::from_sources(Some(file), &env(&[("STRAD_BIND", "127.0.0.1:5000")])).unwrap();
         assert_eq!(config.http.bind.port(), 5000);
+    }
+
+    #[test]
+    fn a_person_makes_twenty_console_tool_calls_a_second_unless_told() {
+        let rate = |file: Option<&str>, pairs: &[(&str, &str)]| {
+            Config::from_sources(file, &env(pairs)).map(|c| c.calls_per_second)
+        };
+        assert_eq!(rate(None, &[]), Ok(20));
+        assert_eq!(rate(Some("[calls]\nper_second = 5"), &[]), Ok(5));
+        assert_eq!(rate(None, &[("STRAD_TOOL_CALLS_PER_SECOND", "3")]), Ok(3));
+        assert_eq!(
+            rate(None, &[("STRAD_TOOL_CALLS_PER_SECOND", "0")])
+                .unwrap_err()
+                .setting,
+            S_CALLS_RATE
+        );
+    }
+
+    #[test]
+    fn every_session_has_an_absolute_lifetime_of_a_week_unless_told() {
+        let max = |file: Option<&str>, pairs: &[(&str, &str)]| {
+            Config::from_sources(file, &env(pairs)).map(|c| c.auth.session_max)
+        };
+        assert_eq!(max(None, &[]), Ok(time::Duration::days(7)));
+        assert_eq!(
+            max(Some("[auth]\nsession_max_hours = 8"), &[]),
+            Ok(time::Duration::hours(8))
+        );
+        assert_eq!(
+            max(None, &[("STRAD_SESSION_MAX_HOURS", "24")]),
+            Ok(time::Duration::hours(24))
+        );
+        for bad in ["0", "-1", "2161", "week"] {
+            assert_eq!(
+                max(None, &[("STRAD_SESSION_MAX_HOURS", bad)])
+                    .unwrap_err()
+                    .setting,
+                S_MAX,
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 /// GET /healthz: the process is up. Touches nothing else.
 pub async fn healthz() -> impl IntoResponse {

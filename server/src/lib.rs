@@ -16,7 +16,10 @@ pub mod security_headers;
 pub mod servers;
 pub mod session_store;
 pub mod startup;
+pub mod state;
 pub mod telemetry;
+pub mod tool_call;
+pub mod write_gate;
 
 /// mimalloc rather than glibc's allocator, for every binary built on this crate (strad, and
 /// the tests and benchmarks that run it in process). A tool call allocates and frees a few

@@ -12,11 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use app::audit::ssr::writer::{self, Actor};
 use app::entitlements::policy::{Decision, Surface};
 use app::entitlements::ssr::authorize;
 use app::servers::Capability;
-use app::servers::ssr::canonical::{canonical_json, sha256_hex};
 use app::servers::ssr::changes::ItemKind;
 use app::servers::ssr::registry::{self, ServerRow};
 use axum::Router;
@@ -36,7 +34,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::startup::ServerState;
+use crate::state::ServerState;
+use crate::tool_call::{CallError, ToolCall};
 
 mod fast;
 pub mod sessions;
@@ -54,8 +53,13 @@ pub struct Caller {
 }
 
 impl Caller {
-    fn actor(&self) -> Actor {
-        Actor::person(self.ctx.user.id, &self.ctx.user.email)
+    /// The caller as every tool call knows it.
+    fn caller(&self) -> crate::tool_call::Caller {
+        crate::tool_call::Caller {
+            user_id: self.ctx.user.id,
+            email: self.ctx.user.email.clone(),
+            token_id: Some(self.token_id),
+        }
     }
 }
 
@@ -145,7 +149,7 @@ impl RateLimits {
         }
     }
 
-    fn allow(&self, token: Uuid) -> bool {
+    pub fn allow(&self, token: Uuid) -> bool {
         let (rate, burst) = (self.rate, self.burst);
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() > 100_000 {
@@ -447,51 +451,35 @@ impl Relay {
         let Some(server) = servers.iter().find(|s| s.slug == slug) else {
             return Err(denied("No such tool."));
         };
-        let arguments = request.arguments.clone().unwrap_or_default();
-        let digest = sha256_hex(canonical_json(&Value::Object(arguments.clone())).as_bytes());
-        let event = |outcome: String, bytes_out: usize| {
-            let payload = json!({"tool": tool, "arguments_sha256": digest, "outcome": outcome,
-                "bytes_out": bytes_out, "surface": "mcp", "token_id": caller.token_id});
-            writer::Event {
-                actor: caller.actor(),
-                kind: "mcp_tool_call",
-                slug: Some(slug.to_owned()),
-                payload,
+        let call = ToolCall {
+            surface: Surface::McpClient,
+            slug: slug.to_owned(),
+            tool: tool.to_owned(),
+            arguments: request.arguments.unwrap_or_default(),
+            bytes_in: 0,
+        };
+        let answered = call
+            .run(
+                &self.state,
+                &caller.caller(),
+                server,
+                decision,
+                hub,
+                progress,
+                cancelled,
+            )
+            .await;
+        match answered {
+            Ok(answer) => Ok(CallToolResponse::Complete(answer.result)),
+            Err(CallError::Refused(message)) => Err(denied(&message)),
+            Err(CallError::Cancelled) => {
+                Err(McpError::internal_error("The request was cancelled.", None))
             }
-        };
-        if decision != Decision::Run || !server.approves(Capability::Tools) {
-            let refused = event(format!("refused: {decision:?}"), 0);
-            let _ = self.state.audit.append(refused).await;
-            return Err(denied("This tool is not available to MCP clients here."));
-        }
-        let Some(endpoint) = server.endpoint() else {
-            return Err(internal("no endpoint"));
-        };
-        let running = self.state.audit.running();
-        let call = hub.call_tool_reporting(slug, &endpoint, tool, arguments, progress);
-        let result = tokio::select! {
-            result = call => Some(result),
-            () = cancelled => None,
-        };
-        let Some(result) = result else {
-            let _ = running.append(event("cancelled".into(), 0)).await;
-            return Err(McpError::internal_error("The request was cancelled.", None));
-        };
-        match result {
-            Ok(answer) => {
-                if let Err(error) = running.append(event("ok".into(), answer.json.len())).await {
-                    return Err(internal(error));
-                }
-                Ok(CallToolResponse::Complete(answer.result))
-            }
-            Err(error) => {
-                let _ = running.append(event(format!("error: {error}"), 0)).await;
-                Ok(CallToolResponse::Complete(CallToolResult::error(vec![
-                    rmcp::model::ContentBlock::text(format!(
-                        "The server could not run the tool: {error}"
-                    )),
-                ])))
-            }
+            Err(CallError::NotRecorded) => Err(internal("a call's audit row was not committed")),
+            // The server's failure is the tool's error result, as a server's own would be.
+            Err(error) => Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                rmcp::model::ContentBlock::text(error.message()),
+            ]))),
         }
     }
 }

@@ -8,7 +8,6 @@ use app::servers::ssr::client::{Hub, HubSettings};
 use app::state::{AppState, SignInMode};
 use app::{App, shell};
 use axum::Router;
-use axum::extract::FromRef;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use leptos::config::LeptosOptions;
@@ -26,38 +25,22 @@ use crate::auth::oidc::{self, Oidc};
 use crate::auth::sign_out;
 use crate::config::Config;
 use crate::session_store::RememberingStore;
+use crate::state::ServerState;
 use crate::{db, health, security_headers};
 
-/// Name of the session cookie.
+/// Name of the session cookie over plain HTTP (local mode, tests).
 pub const SESSION_COOKIE: &str = "strad_session";
+/// Name of the session cookie over HTTPS. The `__Host-` prefix makes the browser refuse it
+/// unless it is `Secure`, for `Path=/` and without `Domain`, so no sibling subdomain or
+/// plain-HTTP page can set or overwrite it.
+pub const SECURE_SESSION_COOKIE: &str = "__Host-strad_session";
 
-/// What every non-Leptos route can reach.
-#[derive(Clone)]
-pub struct ServerState {
-    pub app: AppState,
-    pub config: Arc<Config>,
-    pub oidc: Option<Arc<Oidc>>,
-    pub local: Option<Arc<LocalLinks>>,
-    /// Pinned apps prepared for the frame route.
-    pub frames: Arc<crate::apps::FrameCache>,
-    /// Each login token's request budget on `/mcp`.
-    pub mcp_rates: Arc<crate::relay::RateLimits>,
-    /// Each login token's budget of new client sessions on `/mcp`.
-    pub mcp_sessions: Arc<crate::relay::RateLimits>,
-    /// `/mcp`'s open client sessions (each holds upstream sessions), at most as many as
-    /// configured.
-    pub mcp_open: Arc<crate::relay::sessions::Sessions>,
-    /// Whose each recent session was, to read ahead on busy routes.
-    pub hints: Arc<crate::prefetch::SessionHints>,
-    /// What authority is read from, remembered while every change to it is heard.
-    pub memos: Arc<crate::memo::Memos>,
-    /// Audit rows of tool calls, written together when they arrive together.
-    pub audit: app::audit::ssr::writer::Appender,
-}
-
-impl FromRef<ServerState> for LeptosOptions {
-    fn from_ref(state: &ServerState) -> Self {
-        (*state.app.leptos_options).clone()
+/// The session cookie's name for a console served at `public_url`.
+pub fn session_cookie(https: bool) -> &'static str {
+    if https {
+        SECURE_SESSION_COOKIE
+    } else {
+        SESSION_COOKIE
     }
 }
 
@@ -154,6 +137,8 @@ impl Application {
             hints: Arc::default(),
             memos: memos.clone(),
             audit: app::audit::ssr::writer::Appender::spawn(pool.clone(), config.audit_calls_flush),
+            call_rates: Arc::new(crate::relay::RateLimits::new(config.calls_per_second)),
+            call_bursts: Arc::default(),
             mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
             mcp_sessions: Arc::new(crate::relay::RateLimits::per_minute(
                 config.mcp_sessions_per_minute,
@@ -237,7 +222,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
     let store = PostgresStore::new(pool.clone());
     tokio::spawn(delete_expired_sessions(store.clone()));
     let sessions = SessionManagerLayer::new(RememberingStore::new(store, state.memos.clone()))
-        .with_name(SESSION_COOKIE)
+        .with_name(session_cookie(config.http.is_https()))
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(config.http.is_https())
@@ -279,7 +264,12 @@ fn router(state: ServerState, pool: PgPool) -> Router {
             state.clone(),
             crate::auth::token_session::token_sign_in,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::write_gate::write_gate,
+        ))
         .layer(sessions)
+        .layer(axum::middleware::from_fn(security_headers::no_store))
         .layer(csp)
         .layer(frame)
         .layer(sniff)

@@ -27,22 +27,17 @@ async fn protected_pages_redirect_anonymous_visitors_to_sign_in(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn server_functions_answer_anonymous_callers_with_401(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let response = app
-        .client
-        .post(app.url("/api/people"))
-        .send()
-        .await
-        .unwrap();
+    let response = app.client.get(app.url("/api/people")).send().await.unwrap();
     assert_eq!(response.status(), 401);
     let body = response.text().await.unwrap();
     assert!(body.contains("Unauthorized"), "{body}");
     // Public by design: who is signed in (nobody) and how to sign in.
-    let response = app.client.post(app.url("/api/me")).send().await.unwrap();
+    let response = app.client.get(app.url("/api/me")).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().await.unwrap(), "null");
     let response = app
         .client
-        .post(app.url("/api/sign-in-options"))
+        .get(app.url("/api/sign-in-options"))
         .send()
         .await
         .unwrap();
@@ -61,12 +56,7 @@ async fn a_member_without_the_admin_role_gets_403(pool: PgPool) {
     let page = app.get("/people").await;
     assert_eq!(page.status(), 403);
     assert!(page.text().await.unwrap().contains("No access"));
-    let api = app
-        .client
-        .post(app.url("/api/people"))
-        .send()
-        .await
-        .unwrap();
+    let api = app.client.get(app.url("/api/people")).send().await.unwrap();
     assert_eq!(api.status(), 403);
 }
 

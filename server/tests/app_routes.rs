@@ -448,9 +448,11 @@ async fn every_refused_call_is_refused_with_its_status_and_nothing_is_called(poo
             "{name}: {value}"
         );
     }
+    // Neither an Origin nor a browser's word that it is the console's own page.
     let response = admin
         .post(&url)
         .header("content-type", "application/json")
+        .header("sec-fetch-site", "none")
         .body(body.clone())
         .send()
         .await

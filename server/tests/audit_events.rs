@@ -234,7 +234,7 @@ async fn a_grant_reaches_the_person_and_a_revoke_takes_it_away(pool: PgPool) {
         let url = app.url("/api/entitlements/mine");
         async move {
             client
-                .post(url)
+                .get(url)
                 .send()
                 .await
                 .unwrap()

@@ -90,6 +90,15 @@ pub async fn open_app(
         view.status = AppStatus::CrossSite;
         return Ok(view);
     }
+    if !ctx.may_write() {
+        // An app runs the server's code, which calls tools, and its first open pins: a
+        // session that may only view does neither.
+        view.status = AppStatus::Unavailable(
+            "A session opened with a login token can look around the console but cannot open apps."
+                .into(),
+        );
+        return Ok(view);
+    }
     if !server.approves(Capability::Apps) {
         return Ok(view);
     }

@@ -33,7 +33,7 @@ pub struct ChainReport {
 /// One page of the audit log, newest first, filtered by time, person (actor email), slug
 /// and kind. Keyset paging on the id keeps every page as fast as the first at any depth.
 /// Auditors and admins.
-#[server(prefix = "/api", endpoint = "audit/list")]
+#[server(prefix = "/api", endpoint = "audit/list", input = leptos::server_fn::codec::GetUrl)]
 pub async fn list_audit(
     since: Option<String>,
     until: Option<String>,

@@ -22,7 +22,7 @@ impl Me {
 
 /// The signed-in person, or `None` for an anonymous visitor (not an error: the shell asks
 /// this on every page to draw the console bar).
-#[server(prefix = "/api", endpoint = "me")]
+#[server(prefix = "/api", endpoint = "me", input = leptos::server_fn::codec::GetUrl)]
 pub async fn get_me() -> Result<Option<Me>, AppError> {
     use super::ssr::context::RequestContext;
     match RequestContext::load().await? {

@@ -13,7 +13,7 @@ pub struct PersonView {
 }
 
 /// Everyone who has signed in, with their roles. Admins only.
-#[server(prefix = "/api", endpoint = "people")]
+#[server(prefix = "/api", endpoint = "people", input = leptos::server_fn::codec::GetUrl)]
 pub async fn list_people() -> Result<Vec<PersonView>, AppError> {
     use super::Role;
     use super::ssr::{context::RequestContext, users};

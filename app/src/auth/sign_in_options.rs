@@ -10,7 +10,7 @@ pub enum SignInMethod {
     Local,
 }
 
-#[server(prefix = "/api", endpoint = "sign-in-options")]
+#[server(prefix = "/api", endpoint = "sign-in-options", input = leptos::server_fn::codec::GetUrl)]
 pub async fn sign_in_options() -> Result<SignInMethod, AppError> {
     use crate::state::{AppState, SignInMode};
     let state = AppState::from_context()?;

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::servers::Capability;
+
 /// Where a tool call comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Surface {
@@ -12,6 +14,40 @@ pub enum Surface {
     App,
     /// An MCP client on `/mcp`, authenticated by a login token.
     McpClient,
+    /// The host's own opening call of the tool that declares an app (SPEC §6 lifecycle): an
+    /// app call that no page asked for, so visibility does not bind it, and it runs only
+    /// when read-only.
+    Host,
+}
+
+impl Surface {
+    /// The capabilities a server must be approved for to be called from this surface
+    /// (SPEC §4: approved capabilities are a ceiling on every surface).
+    pub fn needs(self) -> &'static [Capability] {
+        match self {
+            Surface::Playground | Surface::McpClient => &[Capability::Tools],
+            Surface::App | Surface::Host => &[Capability::Tools, Capability::Apps],
+        }
+    }
+
+    /// The audit kind of a call from this surface.
+    pub fn audit_kind(self) -> &'static str {
+        match self {
+            Surface::App | Surface::Host => "app_tool_call",
+            Surface::Playground => "playground_tool_call",
+            Surface::McpClient => "mcp_tool_call",
+        }
+    }
+
+    /// The audit payload's name of this surface.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surface::Playground => "playground",
+            Surface::App => "app",
+            Surface::McpClient => "mcp",
+            Surface::Host => "host",
+        }
+    }
 }
 
 /// Which tools a surface may call.
@@ -101,8 +137,11 @@ pub enum Refusal {
     NotVisible,
     /// The slug's policy does not list this tool for this surface.
     NotInPolicy,
-    /// A writing tool asked for by an app, under the `deny` rule.
+    /// A writing tool asked for by an app, under the `deny` rule; or, for the host's
+    /// opening call, any writing tool (the page calls it when the person asks).
     WritingDenied,
+    /// The server is not approved for what this surface needs (tools; apps for an app).
+    NotApproved,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,22 +152,29 @@ pub enum Decision {
     Refuse(Refusal),
 }
 
-/// The decision for a person already known to be entitled to the slug.
+/// The decision for a person already known to be entitled to a slug whose server is
+/// approved for `approved`.
 pub fn decide(
     token_session: bool,
     surface: Surface,
+    approved: &[Capability],
     policy: &Policy,
     tool: &str,
     facts: Option<&ToolFacts>,
 ) -> Decision {
-    if token_session && matches!(surface, Surface::Playground | Surface::App) {
+    if token_session && surface != Surface::McpClient {
         return Decision::Refuse(Refusal::TokenSession);
+    }
+    if !surface.needs().iter().all(|c| approved.contains(c)) {
+        return Decision::Refuse(Refusal::NotApproved);
     }
     let Some(facts) = facts else {
         return Decision::Refuse(Refusal::UnknownTool);
     };
     let (visible, list) = match surface {
         Surface::App => (facts.visible_to_app, &policy.apps),
+        // The host's own call is no page's: visibility does not bind it, the list does.
+        Surface::Host => (true, &policy.apps),
         // A tool hidden from the model is hidden from people calling tools by hand too.
         Surface::Playground | Surface::McpClient => (facts.visible_to_model, &policy.playground),
     };
@@ -139,7 +185,9 @@ pub fn decide(
         return Decision::Refuse(Refusal::NotInPolicy);
     }
     match (surface, facts.is_read_only(), policy.writing_from_apps) {
-        (Surface::App, false, WritingRule::Deny) => Decision::Refuse(Refusal::WritingDenied),
+        (Surface::Host, false, _) | (Surface::App, false, WritingRule::Deny) => {
+            Decision::Refuse(Refusal::WritingDenied)
+        }
         (Surface::App, false, WritingRule::Ask) => Decision::Ask,
         _ => Decision::Run,
     }
@@ -159,14 +207,102 @@ mod tests {
     }
 
     const WRITER: fn() -> ToolFacts = || facts(true, true, false, false);
+    const ALL: &[Capability] = &Capability::ALL;
+
+    #[test]
+    fn approved_capabilities_are_a_ceiling_on_every_surface() {
+        let reader = facts(true, true, true, false);
+        let decision = |surface, approved: &[Capability]| {
+            decide(
+                false,
+                surface,
+                approved,
+                &Policy::default(),
+                "r",
+                Some(&reader),
+            )
+        };
+        let not_approved = Decision::Refuse(Refusal::NotApproved);
+        for surface in [
+            Surface::Playground,
+            Surface::App,
+            Surface::McpClient,
+            Surface::Host,
+        ] {
+            assert_eq!(decision(surface, &[]), not_approved, "{surface:?}");
+            assert_eq!(
+                decision(surface, &[Capability::Apps, Capability::Resources]),
+                not_approved,
+                "{surface:?}"
+            );
+            assert_eq!(decision(surface, ALL), Decision::Run, "{surface:?}");
+        }
+        for surface in [Surface::App, Surface::Host] {
+            assert_eq!(decision(surface, &[Capability::Tools]), not_approved);
+        }
+        for surface in [Surface::Playground, Surface::McpClient] {
+            assert_eq!(decision(surface, &[Capability::Tools]), Decision::Run);
+        }
+    }
+
+    #[test]
+    fn the_hosts_opening_call_runs_a_read_only_tool_whatever_its_visibility() {
+        let ask = Policy {
+            writing_from_apps: WritingRule::Ask,
+            ..Policy::default()
+        };
+        let model_only_reader = facts(true, false, true, false);
+        assert_eq!(
+            decide(
+                false,
+                Surface::Host,
+                ALL,
+                &ask,
+                "r",
+                Some(&model_only_reader)
+            ),
+            Decision::Run
+        );
+        assert_eq!(
+            decide(false, Surface::Host, ALL, &ask, "w", Some(&WRITER())),
+            Decision::Refuse(Refusal::WritingDenied)
+        );
+        let listed = Policy {
+            apps: ToolList::Only(vec!["other".into()]),
+            ..Policy::default()
+        };
+        assert_eq!(
+            decide(
+                false,
+                Surface::Host,
+                ALL,
+                &listed,
+                "r",
+                Some(&model_only_reader)
+            ),
+            Decision::Refuse(Refusal::NotInPolicy)
+        );
+        assert_eq!(
+            decide(
+                true,
+                Surface::Host,
+                ALL,
+                &ask,
+                "r",
+                Some(&model_only_reader)
+            ),
+            Decision::Refuse(Refusal::TokenSession)
+        );
+    }
 
     #[test]
     fn a_token_session_never_calls_a_tool_from_the_console() {
-        for surface in [Surface::Playground, Surface::App] {
+        for surface in [Surface::Playground, Surface::App, Surface::Host] {
             assert_eq!(
                 decide(
                     true,
                     surface,
+                    ALL,
                     &Policy::default(),
                     "t",
                     Some(&facts(true, true, true, false))
@@ -178,6 +314,7 @@ mod tests {
             decide(
                 true,
                 Surface::McpClient,
+                ALL,
                 &Policy::default(),
                 "t",
                 Some(&WRITER())
@@ -189,7 +326,14 @@ mod tests {
     #[test]
     fn an_unknown_tool_is_refused() {
         assert_eq!(
-            decide(false, Surface::Playground, &Policy::default(), "t", None),
+            decide(
+                false,
+                Surface::Playground,
+                ALL,
+                &Policy::default(),
+                "t",
+                None
+            ),
             Decision::Refuse(Refusal::UnknownTool)
         );
     }
@@ -202,6 +346,7 @@ mod tests {
             decide(
                 false,
                 Surface::App,
+                ALL,
                 &Policy::default(),
                 "t",
                 Some(&app_only)
@@ -212,6 +357,7 @@ mod tests {
             decide(
                 false,
                 Surface::Playground,
+                ALL,
                 &Policy::default(),
                 "t",
                 Some(&app_only)
@@ -222,6 +368,7 @@ mod tests {
             decide(
                 false,
                 Surface::McpClient,
+                ALL,
                 &Policy::default(),
                 "t",
                 Some(&app_only)
@@ -232,6 +379,7 @@ mod tests {
             decide(
                 false,
                 Surface::App,
+                ALL,
                 &Policy::default(),
                 "t",
                 Some(&model_only)
@@ -242,6 +390,7 @@ mod tests {
             decide(
                 false,
                 Surface::Playground,
+                ALL,
                 &Policy::default(),
                 "t",
                 Some(&model_only)
@@ -259,23 +408,23 @@ mod tests {
         };
         let reader = facts(true, true, true, false);
         assert_eq!(
-            decide(false, Surface::Playground, &policy, "a", Some(&reader)),
+            decide(false, Surface::Playground, ALL, &policy, "a", Some(&reader)),
             Decision::Run
         );
         assert_eq!(
-            decide(false, Surface::Playground, &policy, "b", Some(&reader)),
+            decide(false, Surface::Playground, ALL, &policy, "b", Some(&reader)),
             Decision::Refuse(Refusal::NotInPolicy)
         );
         assert_eq!(
-            decide(false, Surface::McpClient, &policy, "b", Some(&reader)),
+            decide(false, Surface::McpClient, ALL, &policy, "b", Some(&reader)),
             Decision::Refuse(Refusal::NotInPolicy)
         );
         assert_eq!(
-            decide(false, Surface::App, &policy, "b", Some(&reader)),
+            decide(false, Surface::App, ALL, &policy, "b", Some(&reader)),
             Decision::Run
         );
         assert_eq!(
-            decide(false, Surface::App, &policy, "a", Some(&reader)),
+            decide(false, Surface::App, ALL, &policy, "a", Some(&reader)),
             Decision::Refuse(Refusal::NotInPolicy)
         );
     }
@@ -286,6 +435,7 @@ mod tests {
             decide(
                 false,
                 Surface::App,
+                ALL,
                 &Policy::default(),
                 "w",
                 Some(&WRITER())
@@ -297,7 +447,7 @@ mod tests {
             ..Policy::default()
         };
         assert_eq!(
-            decide(false, Surface::App, &ask, "w", Some(&WRITER())),
+            decide(false, Surface::App, ALL, &ask, "w", Some(&WRITER())),
             Decision::Ask
         );
     }
@@ -312,6 +462,7 @@ mod tests {
                 decide(
                     false,
                     Surface::App,
+                    ALL,
                     &Policy::default(),
                     "r",
                     Some(&read_only)
@@ -327,6 +478,7 @@ mod tests {
             decide(
                 false,
                 Surface::Playground,
+                ALL,
                 &Policy::default(),
                 "w",
                 Some(&WRITER())

@@ -143,7 +143,7 @@ pub async fn grant_entitlement(slug: String, grantee: String) -> Result<(), AppE
     use crate::servers::ssr::registry;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let ctx = RequestContext::require_writer(Role::Admin).await?;
     let grantee = support::grantee(&grantee).map_err(|e| responder.fail(e))?;
     let mut tx = state.pool.begin().await?;
     registry::get_server(&mut *tx, &slug)
@@ -174,7 +174,7 @@ pub async fn revoke_entitlement(id: i64) -> Result<(), AppError> {
     use crate::error::Responder;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let ctx = RequestContext::require_writer(Role::Admin).await?;
     let mut tx = state.pool.begin().await?;
     let row = grants::revoke(&mut *tx, id)
         .await?
@@ -193,7 +193,7 @@ pub async fn revoke_entitlement(id: i64) -> Result<(), AppError> {
 }
 
 /// Every grant, by server. Admins only.
-#[server(prefix = "/api", endpoint = "entitlements/list")]
+#[server(prefix = "/api", endpoint = "entitlements/list", input = leptos::server_fn::codec::GetUrl)]
 pub async fn list_entitlements() -> Result<Vec<GrantView>, AppError> {
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
@@ -214,7 +214,7 @@ pub async fn list_entitlements() -> Result<Vec<GrantView>, AppError> {
 }
 
 /// The servers a person (by email) can reach. Admins only.
-#[server(prefix = "/api", endpoint = "entitlements/reachable")]
+#[server(prefix = "/api", endpoint = "entitlements/reachable", input = leptos::server_fn::codec::GetUrl)]
 pub async fn reachable_by(email: String) -> Result<Vec<ReachableServer>, AppError> {
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
@@ -228,7 +228,7 @@ pub async fn reachable_by(email: String) -> Result<Vec<ReachableServer>, AppErro
 }
 
 /// The servers the signed-in person can reach.
-#[server(prefix = "/api", endpoint = "entitlements/mine")]
+#[server(prefix = "/api", endpoint = "entitlements/mine", input = leptos::server_fn::codec::GetUrl)]
 pub async fn my_servers() -> Result<Vec<ReachableServer>, AppError> {
     use crate::auth::ssr::context::RequestContext;
     let state = crate::state::AppState::from_context()?;
@@ -241,7 +241,7 @@ pub async fn my_servers() -> Result<Vec<ReachableServer>, AppError> {
 }
 
 /// A server's tool policy with its tools and marks. Admins only.
-#[server(prefix = "/api", endpoint = "policy/get")]
+#[server(prefix = "/api", endpoint = "policy/get", input = leptos::server_fn::codec::GetUrl)]
 pub async fn get_policy(slug: String) -> Result<PolicyView, AppError> {
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
@@ -304,7 +304,7 @@ pub async fn set_policy(
     use crate::servers::ssr::registry;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let ctx = RequestContext::require_writer(Role::Admin).await?;
     let writing = WritingRule::parse(&writing_from_apps).ok_or_else(|| {
         responder.fail(AppError::Invalid {
             field: "writing_from_apps".into(),
@@ -345,7 +345,7 @@ pub async fn mark_read_only(slug: String, tool: String, read_only: bool) -> Resu
     use crate::error::Responder;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let ctx = RequestContext::require_writer(Role::Admin).await?;
     let mut tx = state.pool.begin().await?;
     let digest: Option<String> = sqlx::query_scalar(
         "SELECT digest FROM server_items WHERE slug = $1 AND kind = 'tool' AND key = $2",
@@ -381,7 +381,7 @@ pub async fn set_role(email: String, role: String, granted: bool) -> Result<(), 
     use crate::error::Responder;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let ctx = RequestContext::require_writer(Role::Admin).await?;
     let role = Role::parse(&role).ok_or_else(|| {
         responder.fail(AppError::Invalid {
             field: "role".into(),

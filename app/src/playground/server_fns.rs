@@ -34,7 +34,7 @@ pub struct Playground {
 /// The tools of `slug` the signed-in person may call from the playground: entitled, allowed
 /// by the server's playground policy, and visible to the model (a tool hidden from the model
 /// is hidden from people calling tools by hand too).
-#[server(prefix = "/api", endpoint = "playground/tools")]
+#[server(prefix = "/api", endpoint = "playground/tools", input = leptos::server_fn::codec::GetUrl)]
 pub async fn playground_tools(slug: String) -> Result<Playground, AppError> {
     use crate::auth::ssr::context::RequestContext;
     use crate::auth::ssr::session::SessionKind;
@@ -53,6 +53,7 @@ pub async fn playground_tools(slug: String) -> Result<Playground, AppError> {
         .map_err(|e| responder.fail(e))?;
     let policy = crate::entitlements::ssr::policies::get(&state.pool, &slug).await?;
     let apps = server.approves(Capability::Apps);
+    let approved = server.approved();
     let mut tools = Vec::new();
     for item in registry::items(&state.pool, &slug).await? {
         if item.kind != ItemKind::Tool {
@@ -62,7 +63,16 @@ pub async fn playground_tools(slug: String) -> Result<Playground, AppError> {
             continue;
         };
         // Listing is allowed to a token session; calling is not (the call route says so).
-        if decide(false, Surface::Playground, &policy, &item.key, Some(&facts)) != Decision::Run {
+        // A server not approved for tools lists none (its ceiling).
+        let decision = decide(
+            false,
+            Surface::Playground,
+            &approved,
+            &policy,
+            &item.key,
+            Some(&facts),
+        );
+        if decision != Decision::Run {
             continue;
         }
         let definition: Value = serde_json::from_slice(&item.body).unwrap_or(Value::Null);
@@ -125,7 +135,7 @@ pub struct PinSummary {
 }
 
 /// Every app the signed-in person has pinned, newest first.
-#[server(prefix = "/api", endpoint = "pins/mine")]
+#[server(prefix = "/api", endpoint = "pins/mine", input = leptos::server_fn::codec::GetUrl)]
 pub async fn my_pins() -> Result<Vec<PinSummary>, AppError> {
     use crate::auth::ssr::context::RequestContext;
     let state = crate::state::AppState::from_context()?;
@@ -134,7 +144,7 @@ pub async fn my_pins() -> Result<Vec<PinSummary>, AppError> {
 }
 
 /// The signed-in person's pin of `uri` on `slug`, if any (an app card asks before loading).
-#[server(prefix = "/api", endpoint = "pins/get")]
+#[server(prefix = "/api", endpoint = "pins/get", input = leptos::server_fn::codec::GetUrl)]
 pub async fn pin_of(slug: String, uri: String) -> Result<Option<PinSummary>, AppError> {
     use crate::auth::ssr::context::RequestContext;
     use crate::entitlements::ssr::authorize;
@@ -156,7 +166,7 @@ pub async fn pin_of(slug: String, uri: String) -> Result<Option<PinSummary>, App
 pub async fn revoke_pin(slug: String, uri: String) -> Result<bool, AppError> {
     use crate::auth::ssr::context::RequestContext;
     let state = crate::state::AppState::from_context()?;
-    let ctx = RequestContext::require().await?;
+    let ctx = RequestContext::require_writer(crate::auth::Role::Member).await?;
     let mut tx = state.pool.begin().await?;
     let removed: Option<String> = sqlx::query_scalar(
         "DELETE FROM pins WHERE user_id = $1 AND slug = $2 AND uri = $3 RETURNING sha256",

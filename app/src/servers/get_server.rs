@@ -4,7 +4,7 @@ use super::views::ServerDetail;
 use crate::error::AppError;
 
 /// One server: its tools, app resources and discovery problems. Admins only.
-#[server(prefix = "/api", endpoint = "servers/get")]
+#[server(prefix = "/api", endpoint = "servers/get", input = leptos::server_fn::codec::GetUrl)]
 pub async fn get_server(slug: String) -> Result<ServerDetail, AppError> {
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;

@@ -5,7 +5,7 @@ use crate::error::AppError;
 
 /// The app-change log: newest first, filtered by server and time (`YYYY-MM-DD` or RFC 3339,
 /// inclusive `since`, exclusive `until`), at most 200 rows. Auditors and admins.
-#[server(prefix = "/api", endpoint = "servers/app-changes")]
+#[server(prefix = "/api", endpoint = "servers/app-changes", input = leptos::server_fn::codec::GetUrl)]
 pub async fn list_app_changes(
     slug: Option<String>,
     since: Option<String>,

@@ -4,7 +4,7 @@ use super::views::ServerSummary;
 use crate::error::AppError;
 
 /// Every registered server with its status. Admins only.
-#[server(prefix = "/api", endpoint = "servers/list")]
+#[server(prefix = "/api", endpoint = "servers/list", input = leptos::server_fn::codec::GetUrl)]
 pub async fn list_servers() -> Result<Vec<ServerSummary>, AppError> {
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;

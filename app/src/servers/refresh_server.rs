@@ -21,7 +21,7 @@ pub async fn refresh_server(slug: String) -> Result<RefreshOutcome, AppError> {
 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let ctx = RequestContext::require_writer(Role::Admin).await?;
     let outcome = match discover(&state.pool, &state.hub, &slug, &ctx.actor()).await {
         Ok(outcome) => RefreshOutcome {
             changes: outcome.changes.len(),

@@ -22,7 +22,7 @@ pub async fn register_server(
 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let ctx = RequestContext::require_writer(Role::Admin).await?;
     let slug = form::slug(&slug).map_err(|e| responder.fail(e))?;
     let boxes = [cap_tools, cap_prompts, cap_resources, cap_apps];
     let spec =

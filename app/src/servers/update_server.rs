@@ -24,7 +24,7 @@ pub async fn update_server(
 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require_role(Role::Admin).await?;
+    let ctx = RequestContext::require_writer(Role::Admin).await?;
     let mut tx = state.pool.begin().await?;
     let old = registry::get_server(&mut *tx, &slug)
         .await?

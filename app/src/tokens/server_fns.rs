@@ -42,17 +42,14 @@ fn view(row: &super::ssr::store::TokenRow, owner: &str) -> TokenView {
 #[server(prefix = "/api", endpoint = "tokens/mint")]
 pub async fn mint_token(name: String, days: u32) -> Result<MintedToken, AppError> {
     use crate::auth::ssr::context::RequestContext;
-    use crate::auth::ssr::session::SessionKind;
     use crate::error::Responder;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
     let form_post = crate::error::is_form_post();
     let session: tower_sessions::Session =
         leptos_axum::extract().await.map_err(AppError::internal)?;
-    let ctx = RequestContext::require().await?;
-    if ctx.session_kind == SessionKind::Token {
-        return Err(responder.fail(AppError::Forbidden));
-    }
+    // A browser session only: a token cannot mint more tokens.
+    let ctx = RequestContext::require_writer(crate::auth::Role::Member).await?;
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 80 || name.chars().any(char::is_control) {
         return Err(responder.fail(AppError::Invalid {
@@ -127,7 +124,7 @@ pub async fn take_minted_token() -> Result<Option<MintedToken>, AppError> {
 }
 
 /// The signed-in person's own tokens.
-#[server(prefix = "/api", endpoint = "tokens/mine")]
+#[server(prefix = "/api", endpoint = "tokens/mine", input = leptos::server_fn::codec::GetUrl)]
 pub async fn list_my_tokens() -> Result<Vec<TokenView>, AppError> {
     use crate::auth::ssr::context::RequestContext;
     let state = crate::state::AppState::from_context()?;
@@ -137,7 +134,7 @@ pub async fn list_my_tokens() -> Result<Vec<TokenView>, AppError> {
 }
 
 /// Every token of everyone. Admins only.
-#[server(prefix = "/api", endpoint = "tokens/all")]
+#[server(prefix = "/api", endpoint = "tokens/all", input = leptos::server_fn::codec::GetUrl)]
 pub async fn list_all_tokens() -> Result<Vec<TokenView>, AppError> {
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
@@ -155,7 +152,7 @@ pub async fn revoke_token(id: String) -> Result<(), AppError> {
     use crate::error::Responder;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
-    let ctx = RequestContext::require().await?;
+    let ctx = RequestContext::require_writer(Role::Member).await?;
     let id: uuid::Uuid = id.parse().map_err(|_| responder.fail(AppError::NotFound))?;
     let owner = if ctx.roles.contains(&Role::Admin) {
         None

@@ -25,6 +25,7 @@ pub async fn complete_sign_in(
     identity: &VerifiedIdentity,
     bootstrap_admins: &[String],
     extra_roles: &[Role],
+    lifetime: time::Duration,
 ) -> Result<UserRow, CompleteError> {
     let mut tx = pool.begin().await?;
     let user = users::upsert_user(&mut *tx, identity).await?;
@@ -54,26 +55,29 @@ pub async fn complete_sign_in(
     .await?;
     tx.commit().await?;
 
-    start_session(session, user.id, SessionKind::Browser).await?;
+    start_session(session, user.id, SessionKind::Browser, None, lifetime).await?;
     tracing::info!(user.id = %user.id, user.issuer = %user.issuer, "signed in");
     Ok(user)
 }
 
 /// Signs the browser in: a new session id first (an id planted before sign-in is worthless
-/// after it), then the person.
+/// after it), then the person, with the token a token session comes from and the end of
+/// the session's `lifetime`.
 pub async fn start_session(
     session: &Session,
     user_id: uuid::Uuid,
     kind: SessionKind,
+    token_id: Option<uuid::Uuid>,
+    lifetime: time::Duration,
 ) -> Result<(), tower_sessions::session::Error> {
     session.cycle_id().await?;
-    session
-        .insert(PERSON_KEY, SessionPerson { user_id, kind })
-        .await?;
-    session
-        .insert(
-            TOUCHED_KEY,
-            time::OffsetDateTime::now_utc().unix_timestamp(),
-        )
-        .await
+    let now = time::OffsetDateTime::now_utc();
+    let person = SessionPerson {
+        user_id,
+        kind,
+        token_id,
+        ends_at: (now + lifetime).unix_timestamp(),
+    };
+    session.insert(PERSON_KEY, person).await?;
+    session.insert(TOUCHED_KEY, now.unix_timestamp()).await
 }

@@ -16,7 +16,7 @@ use tower_sessions::Session;
 
 use super::complete::complete_sign_in;
 use super::refused;
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 pub const LOCAL_ISSUER: &str = "strad:local";
 pub const LOCAL_SUBJECT: &str = "local-admin";
@@ -95,7 +95,15 @@ pub async fn sign_in(
     };
     // The local operator is the whole team on their own machine: every role.
     let roles = [Role::Admin, Role::Auditor];
-    let result = complete_sign_in(&state.app.pool, &session, &identity, &[], &roles).await;
+    let result = complete_sign_in(
+        &state.app.pool,
+        &session,
+        &identity,
+        &[],
+        &roles,
+        state.config.auth.session_max,
+    )
+    .await;
     announce(&links.mint());
     match result {
         Ok(_) => Redirect::to("/").into_response(),

@@ -23,7 +23,7 @@ use super::complete::complete_sign_in;
 use super::domain::{EmailClaims, Refusal, check_sign_in};
 use super::refused;
 use crate::config::{AllowedDomains, OidcConfig};
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 type DiscoveredClient = CoreClient<
     EndpointSet,
@@ -214,6 +214,7 @@ pub async fn callback(
                 &identity,
                 &state.config.auth.bootstrap_admins,
                 &[],
+                state.config.auth.session_max,
             )
             .await
             {

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use tower_sessions::Session;
 
 use super::refused;
-use crate::startup::ServerState;
+use crate::state::ServerState;
 
 pub async fn token_sign_in(
     State(state): State<ServerState>,
@@ -82,7 +82,14 @@ async fn start(state: &ServerState, session: &Session, token: &str) -> anyhow::R
     )
     .await?;
     tx.commit().await?;
-    super::complete::start_session(session, row.user_id, SessionKind::Token).await?;
+    super::complete::start_session(
+        session,
+        row.user_id,
+        SessionKind::Token,
+        Some(row.id),
+        state.config.auth.session_max,
+    )
+    .await?;
     Ok(true)
 }
 

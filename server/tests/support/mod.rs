@@ -98,8 +98,17 @@ impl Drop for TestApp {
     }
 }
 
+/// A browser on the console's own pages: it says `Sec-Fetch-Site: same-origin` as a
+/// browser's fetch from a console page does, so its writes pass the write gate. A test of
+/// another site's request sets its own `Sec-Fetch-Site` or `Origin`.
 pub fn client() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        "sec-fetch-site",
+        reqwest::header::HeaderValue::from_static("same-origin"),
+    );
     reqwest::Client::builder()
+        .default_headers(headers)
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(20))
@@ -476,12 +485,29 @@ pub async fn server_fn(
     name: &str,
     form: &[(&str, &str)],
 ) -> reqwest::Response {
-    client
-        .post(app.url(&format!("/api/{name}")))
-        .form(form)
-        .send()
-        .await
-        .unwrap()
+    let path = format!("/api/{name}");
+    let request = if reads(&path) {
+        client.get(app.url(&path)).query(form)
+    } else {
+        client.post(app.url(&path)).form(form)
+    };
+    request.send().await.unwrap()
+}
+
+/// Whether the server function at `path` is a read (GET): the console's reading functions
+/// are, and everything else writes.
+pub fn reads(path: &str) -> bool {
+    leptos::server_fn::axum::server_fn_paths().any(|(p, method)| p == path && method == "GET")
+}
+
+/// The paths of every server function that writes (any method but GET), as registered.
+pub fn writing_server_fns() -> Vec<String> {
+    let mut paths: Vec<String> = leptos::server_fn::axum::server_fn_paths()
+        .filter(|(_, method)| method != "GET")
+        .map(|(p, _)| p.to_owned())
+        .collect();
+    paths.sort();
+    paths
 }
 
 /// A browser signed in as local mode's admin, then left with only `roles` (and member).

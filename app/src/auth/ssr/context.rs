@@ -4,7 +4,7 @@
 use sqlx::PgPool;
 use tower_sessions::Session;
 
-use super::session::{SessionKind, signed_in_person};
+use super::session::{SessionKind, SessionPerson, signed_in_person};
 use super::users::{self, UserRow};
 use crate::auth::{Me, Role};
 use crate::error::{AppError, Responder};
@@ -19,7 +19,8 @@ pub struct RequestContext {
 
 impl RequestContext {
     /// Loads the signed-in person from a session. A session naming a user that no longer
-    /// exists is treated as anonymous (and cleared).
+    /// exists, or a token session whose token was revoked or has expired, is treated as
+    /// anonymous (and deleted).
     pub async fn from_session(pool: &PgPool, session: &Session) -> Result<Option<Self>, AppError> {
         let person = signed_in_person(session)
             .await
@@ -27,7 +28,11 @@ impl RequestContext {
         let Some(person) = person else {
             return Ok(None);
         };
-        let Some((user, roles)) = users::find_user_with_roles(pool, person.user_id).await? else {
+        let (found, token_live) = tokio::join!(
+            users::find_user_with_roles(pool, person.user_id),
+            token_lives(pool, &person),
+        );
+        let (Some((user, roles)), true) = (found?, token_live?) else {
             session.flush().await.map_err(AppError::internal)?;
             return Ok(None);
         };
@@ -66,6 +71,18 @@ impl RequestContext {
         }
     }
 
+    /// Signed in with `role` in a session that may change things (not a token session), or
+    /// 401 / 403. Every server function that writes starts here.
+    pub async fn require_writer(role: Role) -> Result<Self, AppError> {
+        let responder = Responder::capture();
+        let ctx = Self::require_role(role).await?;
+        if ctx.session_kind.may_write() {
+            Ok(ctx)
+        } else {
+            Err(responder.fail(AppError::Forbidden))
+        }
+    }
+
     /// Signed in with any of `roles`, or 401 / 403.
     pub async fn require_any(roles: &[Role]) -> Result<Self, AppError> {
         let responder = Responder::capture();
@@ -77,6 +94,11 @@ impl RequestContext {
         } else {
             Err(responder.fail(AppError::Forbidden))
         }
+    }
+
+    /// Whether this session may change anything (`SessionKind::may_write`).
+    pub fn may_write(&self) -> bool {
+        self.session_kind.may_write()
     }
 
     /// The audit actor for changes this person makes.
@@ -91,5 +113,16 @@ impl RequestContext {
             roles: self.roles.clone(),
             token_session: self.session_kind == SessionKind::Token,
         }
+    }
+}
+
+/// Whether the session's token (for a token session) still lives; any other session has no
+/// token to outlive.
+async fn token_lives(pool: &PgPool, person: &SessionPerson) -> Result<bool, AppError> {
+    match (person.kind, person.token_id) {
+        (SessionKind::Browser, _) => Ok(true),
+        (SessionKind::Token, Some(id)) => Ok(crate::tokens::ssr::store::is_live(pool, id).await?),
+        // A token session that does not say its token cannot be ended with it.
+        (SessionKind::Token, None) => Ok(false),
     }
 }

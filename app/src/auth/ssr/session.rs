@@ -16,6 +16,8 @@ pub const TOUCH_EVERY_SECONDS: i64 = 60;
 /// The signed-in person of a session, if any. Their activity keeps the session alive: the
 /// idle expiry (`Expiry::OnInactivity`) is pushed back by marking the session changed, at
 /// most once every `TOUCH_EVERY_SECONDS`; tower-sessions saves only a changed session.
+/// A session past its absolute lifetime (`SessionPerson::ends_at`) is deleted instead, and
+/// nobody is signed in.
 pub async fn signed_in_person(
     session: &tower_sessions::Session,
 ) -> Result<Option<SessionPerson>, tower_sessions::session::Error> {
@@ -23,6 +25,10 @@ pub async fn signed_in_person(
         return Ok(None);
     };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    if person.has_ended(now) {
+        session.flush().await?;
+        return Ok(None);
+    }
     let touched: Option<i64> = session.get(TOUCHED_KEY).await?;
     let due = touched.is_none_or(|at| now.saturating_sub(at) >= TOUCH_EVERY_SECONDS);
     if due && TOUCHES.claim(session.id(), touched, std::time::Instant::now()) {
@@ -85,6 +91,27 @@ pub struct SessionPerson {
     pub user_id: Uuid,
     #[serde(default)]
     pub kind: SessionKind,
+    /// The login token a token session was opened with: the session ends with it.
+    #[serde(default)]
+    pub token_id: Option<Uuid>,
+    /// When the session ends however active it is (Unix seconds). A session stored without
+    /// one has ended.
+    #[serde(default)]
+    pub ends_at: i64,
+}
+
+impl SessionPerson {
+    pub fn has_ended(&self, now: i64) -> bool {
+        now >= self.ends_at
+    }
+
+    /// May this session change anything? A token session may only view (SPEC §3): no tool
+    /// call, no pin, no admin or any other change, whatever roles its person holds. Every
+    /// write — the write gate of every request, and each writing server function — asks
+    /// this one question.
+    pub fn may_write(&self) -> bool {
+        self.kind.may_write()
+    }
 }
 
 /// How the session was signed in (SPEC §3).
@@ -94,8 +121,41 @@ pub enum SessionKind {
     #[default]
     Browser,
     /// From a personal login token (`?token=` on a console URL): may view, may not call
-    /// tools through the playground or an app.
+    /// tools through the playground or an app, nor change anything.
     Token,
+}
+
+impl SessionKind {
+    pub fn may_write(self) -> bool {
+        self == SessionKind::Browser
+    }
+}
+
+#[cfg(test)]
+mod person_tests {
+    use super::*;
+
+    #[test]
+    fn a_session_ends_at_its_end_and_one_stored_without_an_end_has_ended() {
+        let person = SessionPerson {
+            user_id: Uuid::nil(),
+            kind: SessionKind::Browser,
+            token_id: None,
+            ends_at: 1_000,
+        };
+        assert!(!person.has_ended(999));
+        assert!(person.has_ended(1_000));
+        let old: SessionPerson =
+            serde_json::from_value(serde_json::json!({"user_id": Uuid::nil(), "kind": "Browser"}))
+                .unwrap();
+        assert!(old.has_ended(0));
+    }
+
+    #[test]
+    fn only_a_browser_session_may_write() {
+        assert!(SessionKind::Browser.may_write());
+        assert!(!SessionKind::Token.may_write());
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use crate::auth::ssr::context::RequestContext;
 use crate::auth::ssr::session::SessionKind;
 use crate::entitlements::policy::{Decision, Surface, ToolFacts, decide};
 use crate::error::AppError;
+use crate::servers::Capability;
 use crate::servers::ssr::changes::ItemKind;
 use crate::servers::ssr::discovery::{ToolInfo, Visibility};
 use crate::servers::ssr::registry::{self, ServerRow};
@@ -90,9 +91,11 @@ pub async fn decision_for(
     tool: &str,
     surface: Surface,
 ) -> Result<Decision, AppError> {
-    // One round trip: the policy row (if any), the tool as discovery stored it, and whether
-    // an admin marked it read-only at its current fingerprint.
+    // One round trip: the server's approved capabilities, the policy row (if any), the tool
+    // as discovery stored it, and whether an admin marked it read-only at its current
+    // fingerprint.
     type Row = (
+        Vec<String>,
         bool,
         Option<Vec<String>>,
         Option<Vec<String>>,
@@ -100,11 +103,13 @@ pub async fn decision_for(
         Option<serde_json::Value>,
         bool,
     );
-    let (has_policy, playground, apps, writing, info, marked): Row = sqlx::query_as(
-        "SELECT p.slug IS NOT NULL, p.playground_tools, p.app_tools, p.writing_from_apps, i.info,
+    let (capabilities, has_policy, playground, apps, writing, info, marked): Row = sqlx::query_as(
+        "SELECT coalesce(s.capabilities, '{}'), p.slug IS NOT NULL, p.playground_tools,
+                p.app_tools, p.writing_from_apps, i.info,
                 EXISTS (SELECT 1 FROM read_only_marks m
                         WHERE m.slug = $1 AND m.tool = $2 AND m.digest = i.digest)
          FROM (SELECT 1) one
+         LEFT JOIN servers s ON s.slug = $1
          LEFT JOIN tool_policies p ON p.slug = $1
          LEFT JOIN server_items i ON i.slug = $1 AND i.kind = 'tool' AND i.key = $2",
     )
@@ -120,9 +125,14 @@ pub async fn decision_for(
     let facts = info
         .and_then(|v| serde_json::from_value::<ToolInfo>(v).ok())
         .map(|info| facts_of(&info, marked));
+    let approved: Vec<Capability> = capabilities
+        .iter()
+        .filter_map(|c| Capability::parse(c))
+        .collect();
     Ok(decide(
         kind == SessionKind::Token,
         surface,
+        &approved,
         &policy,
         tool,
         facts.as_ref(),
@@ -183,10 +193,10 @@ mod tests {
         }
     }
 
-    /// A server `slug` with the tools: `reader` (readOnlyHint), `writer`, `app-only`
+    /// A server `slug`, approved for tools and apps, with the tools: `reader` (readOnlyHint), `writer`, `app-only`
     /// (visibility app, read-only), `model-only` (visibility model).
     async fn server(pool: &PgPool, slug: &str) {
-        sqlx::query("INSERT INTO servers (slug, display_name, transport, url, source) VALUES ($1, $1, 'http', 'http://127.0.0.1:9/mcp', 'ui')")
+        sqlx::query("INSERT INTO servers (slug, display_name, transport, url, source, capabilities) VALUES ($1, $1, 'http', 'http://127.0.0.1:9/mcp', 'ui', '{tools,apps}')")
             .bind(slug)
             .execute(pool)
             .await
@@ -367,6 +377,55 @@ mod tests {
                     .await
                     .unwrap(),
                 Decision::Refuse(Refusal::TokenSession)
+            );
+        }
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn a_server_not_approved_for_tools_or_apps_has_nothing_callable(pool: PgPool) {
+        server(&pool, "clock").await;
+        let alice = person(&pool, "alice@example.com", SessionKind::Browser).await;
+        grant(
+            &pool,
+            "clock",
+            Grantee::Person("alice@example.com".into()),
+            &alice,
+        )
+        .await;
+        let approve = |capabilities: &'static [&'static str]| {
+            sqlx::query("UPDATE servers SET capabilities = $1 WHERE slug = 'clock'")
+                .bind(capabilities)
+                .execute(&pool)
+        };
+        let refused = Decision::Refuse(Refusal::NotApproved);
+        approve(&["apps", "resources"]).await.unwrap();
+        for surface in [
+            Surface::Playground,
+            Surface::App,
+            Surface::McpClient,
+            Surface::Host,
+        ] {
+            assert_eq!(
+                tool_call(&pool, &alice, "clock", "reader", surface)
+                    .await
+                    .unwrap(),
+                refused,
+                "{surface:?}"
+            );
+        }
+        approve(&["tools"]).await.unwrap();
+        for (surface, expected) in [
+            (Surface::Playground, Decision::Run),
+            (Surface::McpClient, Decision::Run),
+            (Surface::App, refused),
+            (Surface::Host, refused),
+        ] {
+            assert_eq!(
+                tool_call(&pool, &alice, "clock", "reader", surface)
+                    .await
+                    .unwrap(),
+                expected,
+                "{surface:?}"
             );
         }
     }

@@ -41,6 +41,14 @@ impl ServerRow {
         self.capabilities.iter().any(|c| c == capability.as_str())
     }
 
+    /// The capabilities an admin approved this server for: its authority ceiling.
+    pub fn approved(&self) -> Vec<Capability> {
+        Capability::ALL
+            .into_iter()
+            .filter(|c| self.approves(*c))
+            .collect()
+    }
+
     pub fn from_config(&self) -> bool {
         self.source == "config"
     }

@@ -86,6 +86,18 @@ pub async fn verify(
     .await
 }
 
+/// Whether the token `id` still lives (not revoked, not expired): a token session lasts
+/// only as long as its token.
+pub async fn is_live(db: impl PgExecutor<'_>, id: Uuid) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM login_tokens
+                        WHERE id = $1 AND revoked_at IS NULL AND expires_at > now())",
+    )
+    .bind(id)
+    .fetch_one(db)
+    .await
+}
+
 /// The owner of a live token, with their roles, and when the token expires, in one
 /// statement: what `/mcp` needs on every request. `last_used_at` is kept to the minute, so a
 /// busy client does not turn every request into a write (a commit that waits for the disk).

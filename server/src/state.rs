@@ -1,0 +1,46 @@
+//! What every route that is not a Leptos page can reach: the console's state, the
+//! configuration, sign-in, and what the busy routes remember.
+
+use std::sync::Arc;
+
+use app::state::AppState;
+use axum::extract::FromRef;
+use leptos::config::LeptosOptions;
+
+use crate::auth::local::LocalLinks;
+use crate::auth::oidc::Oidc;
+use crate::config::Config;
+
+/// What every non-Leptos route can reach.
+#[derive(Clone)]
+pub struct ServerState {
+    pub app: AppState,
+    pub config: Arc<Config>,
+    pub oidc: Option<Arc<Oidc>>,
+    pub local: Option<Arc<LocalLinks>>,
+    /// Pinned apps prepared for the frame route.
+    pub frames: Arc<crate::apps::FrameCache>,
+    /// Each person's budget of tool calls from the console (apps, playground, opening calls).
+    pub call_rates: Arc<crate::relay::RateLimits>,
+    /// Who is over that budget now (each burst is audited once).
+    pub call_bursts: Arc<crate::tool_call::Bursts>,
+    /// Each login token's request budget on `/mcp`.
+    pub mcp_rates: Arc<crate::relay::RateLimits>,
+    /// Each login token's budget of new client sessions on `/mcp`.
+    pub mcp_sessions: Arc<crate::relay::RateLimits>,
+    /// `/mcp`'s open client sessions (each holds upstream sessions), at most as many as
+    /// configured.
+    pub mcp_open: Arc<crate::relay::sessions::Sessions>,
+    /// Whose each recent session was, to read ahead on busy routes.
+    pub hints: Arc<crate::prefetch::SessionHints>,
+    /// What authority is read from, remembered while every change to it is heard.
+    pub memos: Arc<crate::memo::Memos>,
+    /// Audit rows of tool calls, written together when they arrive together.
+    pub audit: app::audit::ssr::writer::Appender,
+}
+
+impl FromRef<ServerState> for LeptosOptions {
+    fn from_ref(state: &ServerState) -> Self {
+        (*state.app.leptos_options).clone()
+    }
+}
