@@ -11,7 +11,7 @@ async function register(page, strad, slug, url) {
 }
 
 async function pinOf(page, slug, uri) {
-  const response = await page.request.post('/api/pins/get', { form: { slug, uri } });
+  const response = await page.request.get('/api/pins/get', { params: { slug, uri } });
   expect(response.status()).toBe(200);
   return response.json();
 }

@@ -1051,3 +1051,134 @@ async fn remembered_authority_is_forgotten_as_soon_as_it_changes(pool: PgPool) {
     app.caught_up().await;
     assert_eq!(call_status(&app, &admin).await, 403);
 }
+
+/// The opening call of `widget`'s app, as the host posts it.
+async fn opening_call(app: &TestApp, browser: &reqwest::Client) -> reqwest::Response {
+    post_from_console(
+        app,
+        browser,
+        "/apps/widget/opening-call",
+        json!({"uri": "ui://test/widget.html"}),
+    )
+    .await
+}
+
+/// Approved capabilities are a ceiling on every surface: without `tools` nothing is listed
+/// or called from the playground, an app or the opening call; without `apps` there is no
+/// app, no app call and no opening call, though the playground still works.
+#[sqlx::test(migrations = false)]
+async fn approved_capabilities_are_a_ceiling_on_every_surface(pool: PgPool) {
+    let (app, admin, server) = setup(pool).await;
+    let approve = |capabilities: &'static [&'static str]| {
+        let (app, pool) = (&app, app.pool.clone());
+        async move {
+            sqlx::query("UPDATE servers SET capabilities = $1 WHERE slug = 'widget'")
+                .bind(capabilities)
+                .execute(&pool)
+                .await
+                .unwrap();
+            app.caught_up().await;
+        }
+    };
+    let show = json!({"name": "show-widget", "arguments": {}});
+    let listed = |app: &TestApp, admin: &reqwest::Client| {
+        let request = server_fn(app, admin, "playground/tools", &[("slug", "widget")]);
+        async move {
+            let listed: Value = request.await.json().await.unwrap();
+            listed["tools"].as_array().unwrap().len()
+        }
+    };
+    assert!(listed(&app, &admin).await > 0);
+
+    approve(&["apps", "resources"]).await;
+    assert_eq!(listed(&app, &admin).await, 0, "no tool listed without tools");
+    assert_eq!(call(&app, &admin, "widget", show.clone()).await.status(), 403);
+    assert_eq!(play(&app, &admin, "widget", show.clone()).await.status(), 403);
+    let opening = opening_call(&app, &admin).await;
+    assert_eq!(opening.status(), 403);
+    assert!(opening.text().await.unwrap().contains("not approved"));
+
+    approve(&["tools"]).await;
+    assert!(listed(&app, &admin).await > 0, "the playground lists again");
+    assert_eq!(play(&app, &admin, "widget", show.clone()).await.status(), 200);
+    assert_eq!(call(&app, &admin, "widget", show.clone()).await.status(), 403);
+    assert_eq!(opening_call(&app, &admin).await.status(), 403);
+    let view: Value = server_fn(&app, &admin, "apps/open", &[("slug", "widget")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(view["status"], "NoApp");
+    assert_eq!(view["ticket"], Value::Null);
+
+    assert_eq!(calls_of(&server, "show-widget").await, 1, "the playground's one");
+    let outcomes = audit_outcomes(&app.pool, "app_tool_call").await;
+    assert_eq!(outcomes.len(), 4, "every refusal audited: {outcomes:?}");
+    assert!(outcomes.iter().all(|o| o == "refused: Refuse(NotApproved)"), "{outcomes:?}");
+}
+
+/// A person's console calls are bounded per second, however many pages or browsers they
+/// use; past it they hear 429 with Retry-After, and a burst is audited once.
+#[sqlx::test(migrations = false)]
+async fn console_calls_are_limited_per_person_and_a_burst_is_audited_once(pool: PgPool) {
+    let app = spawn_app_with_env(pool, &[("STRAD_TOOL_CALLS_PER_SECOND", "1")]).await;
+    let admin = signed_in_admin(&app).await;
+    let other_browser = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    register_server(&app, &admin, "widget", &server.url, true).await;
+    grant_widget(&app, &admin).await;
+    let show = json!({"name": "show-widget", "arguments": {}});
+    let mut statuses = Vec::new();
+    for browser in [&admin, &other_browser, &admin, &other_browser, &admin] {
+        let response = call(&app, browser, "widget", show.clone()).await;
+        if response.status() == 429 {
+            assert_eq!(response.headers()["retry-after"], "1");
+        }
+        statuses.push(response.status().as_u16());
+    }
+    assert_eq!(&statuses[..2], &[200, 200], "a burst of twice the rate: {statuses:?}");
+    assert!(statuses[2..].iter().all(|s| *s == 429), "{statuses:?}");
+    assert_eq!(calls_of(&server, "show-widget").await, 2);
+    let outcomes = audit_outcomes(&app.pool, "app_tool_call").await;
+    assert_eq!(outcomes, ["ok", "ok", "refused: rate"], "one row per burst");
+}
+
+/// An upstream failure reaches the page as a reference, never as the server's words; the
+/// detail is in the audit log under that reference.
+#[sqlx::test(migrations = false)]
+async fn an_upstream_failure_is_told_by_reference_and_its_detail_audited(pool: PgPool) {
+    let (app, admin, _server) = setup(pool).await;
+    // The server goes away behind strad's back: its address now answers nothing.
+    sqlx::query("UPDATE servers SET url = 'http://127.0.0.1:9/mcp' WHERE slug = 'widget'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    app.caught_up().await;
+    let response = call(
+        &app,
+        &admin,
+        "widget",
+        json!({"name": "show-widget", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(response.status(), 502);
+    let body: Value = response.json().await.unwrap();
+    let message = body["error"].as_str().unwrap();
+    let reference = message
+        .split("(reference ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(").").map(str::to_owned))
+        .unwrap_or_else(|| panic!("a reference: {message}"));
+    assert!(!message.contains("127.0.0.1"), "{message}");
+    let payload: Value = sqlx::query_scalar(
+        "SELECT payload FROM audit_log WHERE kind = 'app_tool_call' ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(payload["reference"], reference.as_str());
+    assert!(
+        payload["outcome"].as_str().unwrap().starts_with("error: "),
+        "{payload}"
+    );
+}
