@@ -23,9 +23,11 @@ pub struct Config {
     pub auth: AuthConfig,
     pub site: SiteConfig,
     pub discovery: DiscoveryConfig,
-    /// Requests a login token may make on `/mcp` per second (bursts of twice that).
+    /// Requests a person may make on `/mcp` per second, all their login tokens together
+    /// (bursts of twice that).
     pub mcp_rate_per_second: u32,
-    /// Client sessions a login token may open on `/mcp` per minute (bursts of as many).
+    /// Client sessions a person may open on `/mcp` per minute, all their login tokens
+    /// together (bursts of as many).
     pub mcp_sessions_per_minute: u32,
     /// Client sessions `/mcp` holds open at once, all tokens together.
     pub mcp_sessions_max: u32,

@@ -607,7 +607,7 @@ async fn each_client_session_has_its_own_upstream_session_closed_with_it(pool: P
 }
 
 #[sqlx::test(migrations = false)]
-async fn a_token_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
+async fn a_person_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
     let (token, _) = mint(&app, &admin).await;
@@ -645,17 +645,72 @@ async fn a_token_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
     let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
     let in_session = post(&ping, Some(&opened[0])).await.unwrap();
     assert_ne!(in_session.status(), 429);
-    // Another token has its own budget.
-    let (other, _) = mint(&app, &admin).await;
-    let response = reqwest::Client::new()
-        .post(app.url("/mcp"))
-        .header("authorization", format!("Bearer {other}"))
-        .header("accept", "application/json, text/event-stream")
-        .json(&initialize)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    // Another token of the same person shares the budget; another person has their own.
+    let (second, _) = mint(&app, &admin).await;
+    let bob = another_persons_token(&app).await;
+    let open_with = |token: String| {
+        reqwest::Client::new()
+            .post(app.url("/mcp"))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+    };
+    assert_eq!(open_with(second).await.unwrap().status(), 429);
+    assert_eq!(open_with(bob).await.unwrap().status(), 200);
+}
+
+/// A login token of a second person (a member, entitled to nothing).
+async fn another_persons_token(app: &TestApp) -> String {
+    let bob: uuid::Uuid = sqlx::query_scalar(
+        "INSERT INTO users (issuer, subject, email) VALUES ('t', 'bob', 'bob@example.com')
+         RETURNING id",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    app.caught_up().await;
+    let (_, secret) =
+        app::tokens::ssr::store::mint(&app.pool, bob, "bob's", time::Duration::days(1))
+            .await
+            .unwrap();
+    secret.expose().to_owned()
+}
+
+/// The request rate is the person's, not each token's: a second token of theirs finds the
+/// budget the first spent, and another person's token has a budget of their own.
+#[sqlx::test(migrations = false)]
+async fn a_persons_tokens_share_one_request_budget(pool: PgPool) {
+    let app = spawn_app_with_env(pool, &[("STRAD_MCP_RATE_PER_SECOND", "1")]).await;
+    let admin = signed_in_admin(&app).await;
+    let (first, _) = mint(&app, &admin).await;
+    let (second, _) = mint(&app, &admin).await;
+    let bob = another_persons_token(&app).await;
+    let ping = |token: &str| {
+        reqwest::Client::new()
+            .post(app.url("/mcp"))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            .send()
+    };
+    // The first token spends the burst (two) until it is refused.
+    let mut spent = 0;
+    while ping(&first).await.unwrap().status() != 429 {
+        spent += 1;
+        assert!(spent <= 4, "the first token was never refused");
+    }
+    // Within the second it takes to earn one more, the second token gets at most one.
+    let mut statuses = Vec::new();
+    for _ in 0..2 {
+        let response = ping(&second).await.unwrap();
+        if response.status() == 429 {
+            assert_eq!(response.headers()["retry-after"], "1");
+        }
+        statuses.push(response.status().as_u16());
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert_ne!(ping(&bob).await.unwrap().status(), 429, "bob has his own");
 }
 
 #[sqlx::test(migrations = false)]
