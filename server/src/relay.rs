@@ -37,6 +37,7 @@ use uuid::Uuid;
 use crate::startup::ServerState;
 
 mod fast;
+mod in_flight;
 mod rate_limits;
 pub mod sessions;
 

@@ -1189,3 +1189,72 @@ async fn a_session_answers_only_the_token_that_opened_it(pool: PgPool) {
         "{answer}"
     );
 }
+
+/// A request that reuses the id of one still in flight in its session is answered at once
+/// with an error, whatever its method; the first call still gets its answer, and once it has,
+/// the id may be used again.
+#[sqlx::test(migrations = false)]
+async fn a_request_reusing_an_id_in_flight_is_refused_at_once(pool: PgPool) {
+    use futures::StreamExt;
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    server
+        .control(
+            json!({"addTool": {"name": "slow", "annotations": {"readOnlyHint": true},
+            "progress": {"steps": 2, "intervalMs": 1000}}}),
+        )
+        .await;
+    register_server(&app, &admin, "widgets", &server.url, true).await;
+    grant(&app, &admin, "widgets").await;
+    let (token, _) = mint(&app, &admin).await;
+    let session = session_by_hand(&app, &token, true).await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "widgets__slow", "arguments": {}}});
+    let mut calls: futures::stream::FuturesUnordered<_> = (0..4)
+        .map(|_| async {
+            let response = post_mcp(&app, &token, Some(&session), &call);
+            answer_to(response.send().await.unwrap(), 1).await.1
+        })
+        .collect();
+    let mut answers = Vec::new();
+    while let Some(answer) = tokio::time::timeout(std::time::Duration::from_secs(15), calls.next())
+        .await
+        .expect("every request is answered within 15 s")
+    {
+        answers.push(answer);
+    }
+    let (ran, refused): (Vec<&Value>, Vec<&Value>) =
+        answers.iter().partition(|a| a.get("result").is_some());
+    assert_eq!(ran.len(), 1, "{answers:?}");
+    assert!(ran[0]["result"].to_string().contains("slow"), "{answers:?}");
+    assert_eq!(refused.len(), 3, "{answers:?}");
+    for answer in refused {
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already in flight"),
+            "{answer}"
+        );
+    }
+    assert!(
+        answers[3].get("result").is_some(),
+        "the duplicates are answered while the first still runs: {answers:?}"
+    );
+    assert_eq!(server.state().await.unwrap()["calls"]["slow"], 1);
+    // The id is free again, and the session goes on.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let response = post_mcp(&app, &token, Some(&session), &list);
+    let (_, answer) = tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        answer_to(response.send().await.unwrap(), 1),
+    )
+    .await
+    .expect("tools/list is answered");
+    assert!(
+        answer["result"].to_string().contains("widgets__slow"),
+        "{answer}"
+    );
+}
