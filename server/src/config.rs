@@ -50,6 +50,9 @@ pub struct DiscoveryConfig {
     /// default), or made through rmcp's client (`rmcp`: to compare, or should a server
     /// misbehave with the direct POST).
     pub direct_tool_calls: bool,
+    /// Processes a stdio server runs as at most, shared by the console and every `/mcp`
+    /// client session.
+    pub stdio_children_max: usize,
 }
 
 /// A `[[servers]]` entry of strad.toml.
@@ -206,6 +209,7 @@ const S_MCP_RATE: &str = "STRAD_MCP_RATE_PER_SECOND (mcp.rate_per_second)";
 const S_MCP_SESSIONS: &str = "STRAD_MCP_SESSIONS_PER_MINUTE (mcp.sessions_per_minute)";
 const S_MCP_SESSIONS_MAX: &str = "STRAD_MCP_SESSIONS_MAX (mcp.sessions_max)";
 const S_TOOL_CALLS: &str = "STRAD_UPSTREAM_TOOL_CALLS (discovery.tool_calls)";
+const S_STDIO_CHILDREN: &str = "STRAD_STDIO_CHILDREN_MAX (discovery.stdio_children_max)";
 const S_AUDIT_FLUSH: &str = "STRAD_AUDIT_TOOL_CALLS_FLUSH (audit.tool_calls_flush)";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
@@ -252,6 +256,7 @@ struct FileDiscovery {
     request_timeout_seconds: Option<u64>,
     resource_limit_bytes: Option<usize>,
     tool_calls: Option<String>,
+    stdio_children_max: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -587,6 +592,13 @@ impl Config {
             1000,
             1_000_000,
         )?;
+        let stdio_children_max = count(
+            "STRAD_STDIO_CHILDREN_MAX",
+            S_STDIO_CHILDREN,
+            file.discovery.stdio_children_max,
+            4,
+            64,
+        )?;
         let audit_calls_flush = match var("STRAD_AUDIT_TOOL_CALLS_FLUSH")
             .or(file.audit.tool_calls_flush)
             .as_deref()
@@ -615,6 +627,7 @@ impl Config {
         };
         let discovery = DiscoveryConfig {
             direct_tool_calls,
+            stdio_children_max: stdio_children_max as usize,
             interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
             request_timeout: std::time::Duration::from_secs(timeout),
             resource_limit_bytes: limit as usize,
@@ -1121,6 +1134,22 @@ mod tests {
                 .setting,
             S_INTERVAL
         );
+    }
+
+    #[test]
+    fn a_stdio_server_runs_as_four_processes_at_most_unless_set() {
+        let children = |file: Option<&str>, pairs: &[(&str, &str)]| {
+            Config::from_sources(file, &env(pairs)).map(|c| c.discovery.stdio_children_max)
+        };
+        assert_eq!(children(None, &[]), Ok(4));
+        let file = "[discovery]\nstdio_children_max = 2\n";
+        assert_eq!(children(Some(file), &[]), Ok(2));
+        let told = [("STRAD_STDIO_CHILDREN_MAX", "1")];
+        assert_eq!(children(Some(file), &told), Ok(1));
+        for bad in ["0", "65", "x"] {
+            let err = children(None, &[("STRAD_STDIO_CHILDREN_MAX", bad)]).unwrap_err();
+            assert_eq!(err.setting, S_STDIO_CHILDREN, "{bad}");
+        }
     }
 
     #[test]

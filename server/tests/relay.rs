@@ -1258,3 +1258,45 @@ async fn a_request_reusing_an_id_in_flight_is_refused_at_once(pool: PgPool) {
         "{answer}"
     );
 }
+
+/// A stdio server runs as at most `STRAD_STDIO_CHILDREN_MAX` processes, the console's
+/// included, however many client sessions call it at once; every call is answered.
+#[sqlx::test(migrations = false)]
+async fn client_sessions_share_a_stdio_servers_few_processes(pool: PgPool) {
+    let spawns = std::env::temp_dir().join(format!("strad-stdio-{}.pids", uuid::Uuid::new_v4()));
+    let file = format!(
+        "[[servers]]\nslug = \"clock\"\ncommand = [\"sh\", \"-c\", \"echo $$ >> {}; exec {} --stdio\"]\ncapabilities = [\"tools\"]\n",
+        spawns.display(),
+        support::mcp::npm_bin("mcp-server-basic-vanillajs"),
+    );
+    let app = spawn_app_with_file(pool, &file, &[("STRAD_STDIO_CHILDREN_MAX", "2")]).await;
+    let admin = signed_in_admin(&app).await;
+    eventually(60, "the stdio server's discovery", || async {
+        let detail = server_detail(&app, &admin, "clock").await;
+        (detail["summary"]["status"] == "Ok").then_some(())
+    })
+    .await;
+    grant(&app, &admin, "clock").await;
+    let (token, _) = mint(&app, &admin).await;
+    let url = app.url("/mcp");
+    let sessions = futures::future::join_all((0..6).map(|_| async {
+        let mcp = client(&url, &token).await.expect("initialize");
+        let result = mcp
+            .call_tool(CallToolRequestParams::new("clock__get-time"))
+            .await
+            .expect("the call is answered");
+        let result = serde_json::to_value(result).unwrap();
+        assert!(result["structuredContent"]["time"].is_string(), "{result}");
+        mcp
+    }))
+    .await;
+    let started = std::fs::read_to_string(&spawns).unwrap_or_default();
+    let _ = std::fs::remove_file(&spawns);
+    assert!(
+        (1..=2).contains(&started.lines().count()),
+        "processes started: {started:?}"
+    );
+    for mcp in sessions {
+        let _ = mcp.cancel().await;
+    }
+}
