@@ -25,9 +25,11 @@ pub struct Config {
     pub auth: AuthConfig,
     pub site: SiteConfig,
     pub discovery: DiscoveryConfig,
-    /// Requests a login token may make on `/mcp` per second (bursts of twice that).
+    /// Requests a person may make on `/mcp` per second, all their login tokens together
+    /// (bursts of twice that).
     pub mcp_rate_per_second: u32,
-    /// Client sessions a login token may open on `/mcp` per minute (bursts of as many).
+    /// Client sessions a person may open on `/mcp` per minute, all their login tokens
+    /// together (bursts of as many).
     pub mcp_sessions_per_minute: u32,
     /// Client sessions `/mcp` holds open at once, all tokens together.
     pub mcp_sessions_max: u32,
@@ -53,6 +55,9 @@ pub struct DiscoveryConfig {
     /// default), or made through rmcp's client (`rmcp`: to compare, or should a server
     /// misbehave with the direct POST).
     pub direct_tool_calls: bool,
+    /// Processes a stdio server runs as at most, shared by the console and every `/mcp`
+    /// client session.
+    pub stdio_children_max: usize,
 }
 
 /// A `[[servers]]` entry of strad.toml.
@@ -214,6 +219,7 @@ const S_MCP_SESSIONS: &str = "STRAD_MCP_SESSIONS_PER_MINUTE (mcp.sessions_per_mi
 const S_CALLS_RATE: &str = "STRAD_TOOL_CALLS_PER_SECOND (calls.per_second)";
 const S_MCP_SESSIONS_MAX: &str = "STRAD_MCP_SESSIONS_MAX (mcp.sessions_max)";
 const S_TOOL_CALLS: &str = "STRAD_UPSTREAM_TOOL_CALLS (discovery.tool_calls)";
+const S_STDIO_CHILDREN: &str = "STRAD_STDIO_CHILDREN_MAX (discovery.stdio_children_max)";
 const S_AUDIT_FLUSH: &str = "STRAD_AUDIT_TOOL_CALLS_FLUSH (audit.tool_calls_flush)";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
@@ -268,6 +274,7 @@ struct FileDiscovery {
     request_timeout_seconds: Option<u64>,
     resource_limit_bytes: Option<usize>,
     tool_calls: Option<String>,
+    stdio_children_max: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -623,6 +630,13 @@ impl Config {
             20,
             100_000,
         )?;
+        let stdio_children_max = count(
+            "STRAD_STDIO_CHILDREN_MAX",
+            S_STDIO_CHILDREN,
+            file.discovery.stdio_children_max,
+            4,
+            64,
+        )?;
         let audit_calls_flush = match var("STRAD_AUDIT_TOOL_CALLS_FLUSH")
             .or(file.audit.tool_calls_flush)
             .as_deref()
@@ -651,6 +665,7 @@ impl Config {
         };
         let discovery = DiscoveryConfig {
             direct_tool_calls,
+            stdio_children_max: stdio_children_max as usize,
             interval: (interval > 0).then(|| std::time::Duration::from_secs(interval)),
             request_timeout: std::time::Duration::from_secs(timeout),
             resource_limit_bytes: limit as usize,
@@ -1200,6 +1215,22 @@ mod tests {
                 .setting,
             S_INTERVAL
         );
+    }
+
+    #[test]
+    fn a_stdio_server_runs_as_four_processes_at_most_unless_set() {
+        let children = |file: Option<&str>, pairs: &[(&str, &str)]| {
+            Config::from_sources(file, &env(pairs)).map(|c| c.discovery.stdio_children_max)
+        };
+        assert_eq!(children(None, &[]), Ok(4));
+        let file = "[discovery]\nstdio_children_max = 2\n";
+        assert_eq!(children(Some(file), &[]), Ok(2));
+        let told = [("STRAD_STDIO_CHILDREN_MAX", "1")];
+        assert_eq!(children(Some(file), &told), Ok(1));
+        for bad in ["0", "65", "x"] {
+            let err = children(None, &[("STRAD_STDIO_CHILDREN_MAX", bad)]).unwrap_err();
+            assert_eq!(err.setting, S_STDIO_CHILDREN, "{bad}");
+        }
     }
 
     #[test]

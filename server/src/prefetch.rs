@@ -95,6 +95,8 @@ mod tests {
         SessionPerson {
             user_id: Uuid::new_v4(),
             kind: SessionKind::Browser,
+            token_id: None,
+            ends_at: i64::MAX,
         }
     }
 

@@ -8,9 +8,7 @@
 //! as `mcp_tool_call`. A call's progress notifications come back under the caller's token,
 //! and a cancelled call is cancelled upstream.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
 use app::entitlements::policy::{Decision, Surface};
 use app::entitlements::ssr::authorize;
@@ -38,7 +36,11 @@ use crate::state::ServerState;
 use crate::tool_call::{CallError, ToolCall};
 
 mod fast;
+mod in_flight;
+mod rate_limits;
 pub mod sessions;
+
+pub use rate_limits::RateLimits;
 
 /// Separates a slug from a tool name (slugs are `[a-z0-9-]`, so it cannot occur in one).
 pub const SEPARATOR: &str = "__";
@@ -119,53 +121,6 @@ fn relay_plain<'a>(
         entry[field] = Value::String(relayed_resource_uri(slug, uri));
         Some(entry)
     })
-}
-
-/// A per-token token bucket: `rate` a second on average, bursts of `burst`.
-pub struct RateLimits {
-    rate: f64,
-    burst: f64,
-    buckets: Mutex<HashMap<Uuid, (f64, Instant)>>,
-}
-
-impl RateLimits {
-    /// `rate` requests a second, bursts of twice that.
-    pub fn new(rate: u32) -> Self {
-        Self::with(f64::from(rate), 2.0 * f64::from(rate))
-    }
-
-    /// `count` a minute, bursts of `count`. New client sessions are limited so: each opens
-    /// upstream sessions of its own, which live until the client ends it or it has been idle
-    /// for rmcp's five minutes, so this bounds how many one token holds open upstream.
-    pub fn per_minute(count: u32) -> Self {
-        Self::with(f64::from(count) / 60.0, f64::from(count))
-    }
-
-    fn with(rate: f64, burst: f64) -> Self {
-        Self {
-            rate,
-            burst,
-            buckets: Mutex::new(HashMap::new()),
-        }
-    }
-
-    pub fn allow(&self, token: Uuid) -> bool {
-        let (rate, burst) = (self.rate, self.burst);
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() > 100_000 {
-            buckets.clear();
-        }
-        let now = Instant::now();
-        let (tokens, at) = buckets.entry(token).or_insert((burst, now));
-        *tokens = (*tokens + at.elapsed().as_secs_f64() * rate).min(burst);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
 }
 
 pub fn routes(state: ServerState) -> Router<ServerState> {
@@ -254,7 +209,7 @@ fn retry_later(status: StatusCode, message: &str, retry_after: &'static str) -> 
     response
 }
 
-/// Every `/mcp` request: a valid login token as a Bearer header, within its rate. A plain
+/// Every `/mcp` request: a valid login token as a Bearer header, within its owner's rate. A plain
 /// `tools/call` in an open session is then answered here (`fast.rs`); everything else by
 /// rmcp's Streamable HTTP server.
 async fn authenticate(State(front): State<Arc<Front>>, request: Request, next: Next) -> Response {
@@ -286,20 +241,21 @@ async fn authenticate(State(front): State<Arc<Front>>, request: Request, next: N
             return (StatusCode::SERVICE_UNAVAILABLE, "try again").into_response();
         }
     };
-    if !state.mcp_rates.allow(token_id) {
+    // Limited by person, not by token: minting more tokens buys no more requests.
+    if !state.mcp_rates.allow(user.id) {
         return retry_later(
             StatusCode::TOO_MANY_REQUESTS,
-            "Too many requests for this login token; slow down.",
+            "Too many requests from your login tokens; slow down.",
             "1",
         );
     }
     // A request without a session id opens a client session (it must be `initialize`).
     let opens_session = request.method() == axum::http::Method::POST
         && !request.headers().contains_key("mcp-session-id");
-    if opens_session && !state.mcp_sessions.allow(token_id) {
+    if opens_session && !state.mcp_sessions.allow(user.id) {
         return retry_later(
             StatusCode::TOO_MANY_REQUESTS,
-            "Too many new sessions for this login token; reuse a session, or end the ones you no longer need.",
+            "Too many new sessions from your login tokens; reuse a session, or end the ones you no longer need.",
             "6",
         );
     }
@@ -912,20 +868,5 @@ mod tests {
         rewrite_tool_meta(&mut tool, "s", false);
         assert!(tool["_meta"]["ui"].get("resourceUri").is_none());
         assert!(tool["_meta"].get("ui/resourceUri").is_none());
-    }
-
-    #[test]
-    fn the_rate_limit_allows_a_burst_then_refuses() {
-        let limits = RateLimits::new(50);
-        let token = Uuid::new_v4();
-        let allowed = (0..200).filter(|_| limits.allow(token)).count();
-        assert!((100..=110).contains(&allowed), "{allowed}");
-        assert!(
-            limits.allow(Uuid::new_v4()),
-            "another token has its own bucket"
-        );
-        let sessions = RateLimits::per_minute(10);
-        let allowed = (0..50).filter(|_| sessions.allow(token)).count();
-        assert_eq!(allowed, 10);
     }
 }

@@ -109,6 +109,7 @@ impl Application {
                 request_timeout: config.discovery.request_timeout,
                 resource_limit: config.discovery.resource_limit_bytes,
                 direct_tool_calls: config.discovery.direct_tool_calls,
+                stdio_children: config.discovery.stdio_children_max,
                 ..HubSettings::default()
             },
             changes,

@@ -1052,6 +1052,16 @@ async fn remembered_authority_is_forgotten_as_soon_as_it_changes(pool: PgPool) {
     assert_eq!(call_status(&app, &admin).await, 403);
 }
 
+/// How many tools the playground lists of `widget`.
+async fn listed(app: &TestApp, browser: &reqwest::Client) -> usize {
+    let listed: Value = server_fn(app, browser, "playground/tools", &[("slug", "widget")])
+        .await
+        .json()
+        .await
+        .unwrap();
+    listed["tools"].as_array().unwrap().len()
+}
+
 /// The opening call of `widget`'s app, as the host posts it.
 async fn opening_call(app: &TestApp, browser: &reqwest::Client) -> reqwest::Response {
     post_from_console(
@@ -1081,13 +1091,7 @@ async fn approved_capabilities_are_a_ceiling_on_every_surface(pool: PgPool) {
         }
     };
     let show = json!({"name": "show-widget", "arguments": {}});
-    let listed = |app: &TestApp, admin: &reqwest::Client| {
-        let request = server_fn(app, admin, "playground/tools", &[("slug", "widget")]);
-        async move {
-            let listed: Value = request.await.json().await.unwrap();
-            listed["tools"].as_array().unwrap().len()
-        }
-    };
+
     assert!(listed(&app, &admin).await > 0);
 
     approve(&["apps", "resources"]).await;

@@ -607,7 +607,7 @@ async fn each_client_session_has_its_own_upstream_session_closed_with_it(pool: P
 }
 
 #[sqlx::test(migrations = false)]
-async fn a_token_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
+async fn a_person_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
     let app = spawn_app(pool).await;
     let admin = signed_in_admin(&app).await;
     let (token, _) = mint(&app, &admin).await;
@@ -645,17 +645,72 @@ async fn a_token_may_open_only_so_many_sessions_a_minute(pool: PgPool) {
     let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
     let in_session = post(&ping, Some(&opened[0])).await.unwrap();
     assert_ne!(in_session.status(), 429);
-    // Another token has its own budget.
-    let (other, _) = mint(&app, &admin).await;
-    let response = reqwest::Client::new()
-        .post(app.url("/mcp"))
-        .header("authorization", format!("Bearer {other}"))
-        .header("accept", "application/json, text/event-stream")
-        .json(&initialize)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    // Another token of the same person shares the budget; another person has their own.
+    let (second, _) = mint(&app, &admin).await;
+    let bob = another_persons_token(&app).await;
+    let open_with = |token: String| {
+        reqwest::Client::new()
+            .post(app.url("/mcp"))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+    };
+    assert_eq!(open_with(second).await.unwrap().status(), 429);
+    assert_eq!(open_with(bob).await.unwrap().status(), 200);
+}
+
+/// A login token of a second person (a member, entitled to nothing).
+async fn another_persons_token(app: &TestApp) -> String {
+    let bob: uuid::Uuid = sqlx::query_scalar(
+        "INSERT INTO users (issuer, subject, email) VALUES ('t', 'bob', 'bob@example.com')
+         RETURNING id",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    app.caught_up().await;
+    let (_, secret) =
+        app::tokens::ssr::store::mint(&app.pool, bob, "bob's", time::Duration::days(1))
+            .await
+            .unwrap();
+    secret.expose().to_owned()
+}
+
+/// The request rate is the person's, not each token's: a second token of theirs finds the
+/// budget the first spent, and another person's token has a budget of their own.
+#[sqlx::test(migrations = false)]
+async fn a_persons_tokens_share_one_request_budget(pool: PgPool) {
+    let app = spawn_app_with_env(pool, &[("STRAD_MCP_RATE_PER_SECOND", "1")]).await;
+    let admin = signed_in_admin(&app).await;
+    let (first, _) = mint(&app, &admin).await;
+    let (second, _) = mint(&app, &admin).await;
+    let bob = another_persons_token(&app).await;
+    let ping = |token: &str| {
+        reqwest::Client::new()
+            .post(app.url("/mcp"))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            .send()
+    };
+    // The first token spends the burst (two) until it is refused.
+    let mut spent = 0;
+    while ping(&first).await.unwrap().status() != 429 {
+        spent += 1;
+        assert!(spent <= 4, "the first token was never refused");
+    }
+    // Within the second it takes to earn one more, the second token gets at most one.
+    let mut statuses = Vec::new();
+    for _ in 0..2 {
+        let response = ping(&second).await.unwrap();
+        if response.status() == 429 {
+            assert_eq!(response.headers()["retry-after"], "1");
+        }
+        statuses.push(response.status().as_u16());
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert_ne!(ping(&bob).await.unwrap().status(), 429, "bob has his own");
 }
 
 #[sqlx::test(migrations = false)]
@@ -1133,4 +1188,115 @@ async fn a_session_answers_only_the_token_that_opened_it(pool: PgPool) {
         answer["result"].to_string().contains("widget:y"),
         "{answer}"
     );
+}
+
+/// A request that reuses the id of one still in flight in its session is answered at once
+/// with an error, whatever its method; the first call still gets its answer, and once it has,
+/// the id may be used again.
+#[sqlx::test(migrations = false)]
+async fn a_request_reusing_an_id_in_flight_is_refused_at_once(pool: PgPool) {
+    use futures::StreamExt;
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let server = TestServer::start().await;
+    server
+        .control(
+            json!({"addTool": {"name": "slow", "annotations": {"readOnlyHint": true},
+            "progress": {"steps": 2, "intervalMs": 1000}}}),
+        )
+        .await;
+    register_server(&app, &admin, "widgets", &server.url, true).await;
+    grant(&app, &admin, "widgets").await;
+    let (token, _) = mint(&app, &admin).await;
+    let session = session_by_hand(&app, &token, true).await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "widgets__slow", "arguments": {}}});
+    let mut calls: futures::stream::FuturesUnordered<_> = (0..4)
+        .map(|_| async {
+            let response = post_mcp(&app, &token, Some(&session), &call);
+            answer_to(response.send().await.unwrap(), 1).await.1
+        })
+        .collect();
+    let mut answers = Vec::new();
+    while let Some(answer) = tokio::time::timeout(std::time::Duration::from_secs(15), calls.next())
+        .await
+        .expect("every request is answered within 15 s")
+    {
+        answers.push(answer);
+    }
+    let (ran, refused): (Vec<&Value>, Vec<&Value>) =
+        answers.iter().partition(|a| a.get("result").is_some());
+    assert_eq!(ran.len(), 1, "{answers:?}");
+    assert!(ran[0]["result"].to_string().contains("slow"), "{answers:?}");
+    assert_eq!(refused.len(), 3, "{answers:?}");
+    for answer in refused {
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already in flight"),
+            "{answer}"
+        );
+    }
+    assert!(
+        answers[3].get("result").is_some(),
+        "the duplicates are answered while the first still runs: {answers:?}"
+    );
+    assert_eq!(server.state().await.unwrap()["calls"]["slow"], 1);
+    // The id is free again, and the session goes on.
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let response = post_mcp(&app, &token, Some(&session), &list);
+    let (_, answer) = tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        answer_to(response.send().await.unwrap(), 1),
+    )
+    .await
+    .expect("tools/list is answered");
+    assert!(
+        answer["result"].to_string().contains("widgets__slow"),
+        "{answer}"
+    );
+}
+
+/// A stdio server runs as at most `STRAD_STDIO_CHILDREN_MAX` processes, the console's
+/// included, however many client sessions call it at once; every call is answered.
+#[sqlx::test(migrations = false)]
+async fn client_sessions_share_a_stdio_servers_few_processes(pool: PgPool) {
+    let spawns = std::env::temp_dir().join(format!("strad-stdio-{}.pids", uuid::Uuid::new_v4()));
+    let file = format!(
+        "[[servers]]\nslug = \"clock\"\ncommand = [\"sh\", \"-c\", \"echo $$ >> {}; exec {} --stdio\"]\ncapabilities = [\"tools\"]\n",
+        spawns.display(),
+        support::mcp::npm_bin("mcp-server-basic-vanillajs"),
+    );
+    let app = spawn_app_with_file(pool, &file, &[("STRAD_STDIO_CHILDREN_MAX", "2")]).await;
+    let admin = signed_in_admin(&app).await;
+    eventually(60, "the stdio server's discovery", || async {
+        let detail = server_detail(&app, &admin, "clock").await;
+        (detail["summary"]["status"] == "Ok").then_some(())
+    })
+    .await;
+    grant(&app, &admin, "clock").await;
+    let (token, _) = mint(&app, &admin).await;
+    let url = app.url("/mcp");
+    let sessions = futures::future::join_all((0..6).map(|_| async {
+        let mcp = client(&url, &token).await.expect("initialize");
+        let result = mcp
+            .call_tool(CallToolRequestParams::new("clock__get-time"))
+            .await
+            .expect("the call is answered");
+        let result = serde_json::to_value(result).unwrap();
+        assert!(result["structuredContent"]["time"].is_string(), "{result}");
+        mcp
+    }))
+    .await;
+    let started = std::fs::read_to_string(&spawns).unwrap_or_default();
+    let _ = std::fs::remove_file(&spawns);
+    assert!(
+        (1..=2).contains(&started.lines().count()),
+        "processes started: {started:?}"
+    );
+    for mcp in sessions {
+        let _ = mcp.cancel().await;
+    }
 }

@@ -17,8 +17,9 @@
 //! - the session open here and initialized (`notifications/initialized` seen);
 //! - a body of at most rmcp's limit, declared by `Content-Length`, that parses as a
 //!   `tools/call` request whose `_meta` holds nothing but a progress token, with no
-//!   `inputResponses` or `requestState`, and an id no other call of the session is running
-//!   under.
+//!   `inputResponses` or `requestState`, and an id no other request of the session is in
+//!   flight under (one that is goes on to the session, which refuses it at once:
+//!   `in_flight.rs`).
 //!
 //! The answer is one JSON response when the call ends before any progress; once progress
 //! comes, an event stream of the progress (under the caller's token) and then the answer.
@@ -45,7 +46,8 @@ use rmcp::model::{
 use tokio::sync::mpsc;
 use tokio::task::JoinError;
 
-use super::sessions::{Open, Running};
+use super::in_flight::Running;
+use super::sessions::Open;
 use super::{Caller, Relay};
 
 /// rmcp's own limit on a request body.
@@ -97,7 +99,7 @@ pub(crate) async fn answer(
             let Some(token) = plain(&call) else {
                 return give_back(parts, bytes);
             };
-            let Some(running) = open.start(rpc.id.clone()) else {
+            let Some(running) = open.requests.start_here(rpc.id.clone()) else {
                 return give_back(parts, bytes);
             };
             let query = parts.uri.query().map(str::to_owned);
@@ -119,7 +121,7 @@ pub(crate) async fn answer(
                     .params
                     .request_id
                     .as_ref()
-                    .is_some_and(|id| open.cancel(id)) =>
+                    .is_some_and(|id| open.requests.cancel(id)) =>
             {
                 Ok(StatusCode::ACCEPTED.into_response())
             }

@@ -1,7 +1,7 @@
 //! `/mcp`'s client sessions: rmcp's own session manager, and beside each session what strad
 //! keeps for it — its upstream sessions (a hub of its own), its place among the sessions
-//! strad may hold, when it was last used, and the calls answered without rmcp's session
-//! worker (`fast.rs`) that a client may still cancel.
+//! strad may hold, when it was last used, and its requests in flight (`in_flight.rs`), so a
+//! request reusing the id of one still in flight is answered at once with an error.
 //!
 //! A session is idle once no request has named it for `idle`; the sweeper then closes it, as
 //! rmcp's own keep-alive would (that one is off here, because it cannot see the requests
@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use app::servers::ssr::client::Hub;
-use futures::Stream;
-use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use futures::{Stream, StreamExt};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
@@ -21,7 +21,9 @@ use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
 };
 use rmcp::transport::worker::WorkerTransport;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::in_flight::{self, Answering, InFlight};
 
 /// How long a session may go without a request before it is closed (rmcp's own default).
 pub const IDLE: Duration = Duration::from_secs(300);
@@ -38,9 +40,8 @@ pub struct Open {
     /// Set once the client has sent `notifications/initialized` (seen by the relay).
     initialized: std::sync::atomic::AtomicBool,
     used: Mutex<Instant>,
-    /// Calls answered by the fast path, by their request id: a `notifications/cancelled`
-    /// naming one ends it.
-    running: Mutex<HashMap<RequestId, oneshot::Sender<()>>>,
+    /// The session's requests in flight, by their id.
+    pub requests: Arc<InFlight>,
 }
 
 impl Open {
@@ -67,53 +68,6 @@ impl Open {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .elapsed()
-    }
-
-    /// Registers a running call under `id`; `None` when a call of that id is already
-    /// running in this session (the client reused an id: the fast path leaves it to rmcp).
-    pub fn start(self: &Arc<Self>, id: RequestId) -> Option<Running> {
-        let (cancel, cancelled) = oneshot::channel();
-        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        if running.contains_key(&id) {
-            return None;
-        }
-        running.insert(id.clone(), cancel);
-        Some(Running {
-            open: self.clone(),
-            id,
-            cancelled,
-        })
-    }
-
-    /// Cancels the running call `id`; false when no fast-path call of that id is running.
-    pub fn cancel(&self, id: &RequestId) -> bool {
-        let cancel = self
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
-        cancel.is_some_and(|cancel| {
-            let _ = cancel.send(());
-            true
-        })
-    }
-}
-
-/// A call the fast path is answering; it leaves the session's running calls when dropped.
-pub struct Running {
-    open: Arc<Open>,
-    id: RequestId,
-    /// Resolves when the client cancels the call.
-    pub cancelled: oneshot::Receiver<()>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.open
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.id);
     }
 }
 
@@ -207,7 +161,7 @@ async fn sweep(sessions: Weak<Sessions>) {
 
 impl SessionManager for Sessions {
     type Error = SessionsError;
-    type Transport = WorkerTransport<LocalSessionWorker>;
+    type Transport = Answering<WorkerTransport<LocalSessionWorker>>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let slot = self
@@ -216,18 +170,23 @@ impl SessionManager for Sessions {
             .try_acquire_owned()
             .map_err(|_| SessionsError::Full)?;
         let (id, transport) = self.local.create_session().await?;
+        let requests = Arc::new(InFlight::default());
         let open = Arc::new(Open {
             hub: Arc::new(self.parent.sibling()),
             _slot: slot,
             owner: Default::default(),
             initialized: Default::default(),
             used: Mutex::new(Instant::now()),
-            running: Mutex::default(),
+            requests: requests.clone(),
         });
         self.open
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.clone(), open);
+        let transport = Answering {
+            inner: transport,
+            in_flight: requests,
+        };
         Ok((id, transport))
     }
 
@@ -252,15 +211,7 @@ impl SessionManager for Sessions {
             .remove(id);
         // Its calls still running end with the session.
         if let Some(open) = open {
-            let running: Vec<_> = open
-                .running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .drain()
-                .collect();
-            for (_, cancel) in running {
-                let _ = cancel.send(());
-            }
+            open.requests.cancel_all();
         }
         Ok(self.local.close_session(id).await?)
     }
@@ -270,8 +221,29 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        self.touch(id);
-        Ok(self.local.create_stream(id, message).await?)
+        let open = self.get(id);
+        let request = match (&open, &message) {
+            (Some(open), ClientJsonRpcMessage::Request(request)) => {
+                Some((open, request.id.clone()))
+            }
+            _ => None,
+        };
+        if let Some((open, request)) = &request
+            && !open.requests.start_in_session(request.clone())
+        {
+            let refusal =
+                ServerSseMessage::from_message(in_flight::already_in_flight(request.clone()));
+            return Ok(futures::stream::iter([refusal]).left_stream());
+        }
+        match self.local.create_stream(id, message).await {
+            Ok(stream) => Ok(stream.right_stream()),
+            Err(error) => {
+                if let Some((open, request)) = &request {
+                    open.requests.end_in_session(request);
+                }
+                Err(error.into())
+            }
+        }
     }
 
     async fn accept_message(
@@ -279,7 +251,9 @@ impl SessionManager for Sessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        self.touch(id);
+        if let Some(open) = self.get(id) {
+            open.requests.heard(&message);
+        }
         Ok(self.local.accept_message(id, message).await?)
     }
 
@@ -355,23 +329,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_running_call_is_cancelled_by_its_id_and_forgotten_when_it_ends() {
+    async fn closing_a_session_cancels_the_calls_still_running_in_it() {
         let sessions = sessions(1, IDLE);
         let (id, _transport) = sessions.create_session().await.unwrap();
         let open = sessions.get(&id).unwrap();
-        let call = NumberOrString::Number(7);
-        let mut running = open.start(call.clone()).unwrap();
-        assert!(
-            open.start(call.clone()).is_none(),
-            "one call per id at once"
-        );
-        assert!(!open.cancel(&NumberOrString::Number(8)), "no such call");
-        assert!(open.cancel(&call));
-        assert!((&mut running.cancelled).await.is_ok());
-        drop(running);
-        let mut again = open.start(call.clone()).expect("the id is free again");
-        // Closing the session cancels what still runs in it.
+        let mut running = open.requests.start_here(NumberOrString::Number(7)).unwrap();
         sessions.close_session(&id).await.unwrap();
-        assert!((&mut again.cancelled).await.is_ok());
+        assert!((&mut running.cancelled).await.is_ok());
     }
 }

@@ -4,9 +4,16 @@
 //! clear error and never takes the console or another server down. A tool call to an HTTP
 //! server is posted straight into the session the connection opened (`direct.rs`), and
 //! made through rmcp only when it cannot be.
+//!
+//! A stdio server is a process strad starts, so its connections are shared: the console's
+//! hub and every `/mcp` client session's (`Hub::sibling`) reach it through at most
+//! `HubSettings::stdio_children` processes, each hub keeping to one of them (their JSON-RPC
+//! ids and progress tokens are the connection's own, so many callers share one process).
+//! An HTTP server's connections are each hub's own.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -37,6 +44,10 @@ pub struct HubSettings {
     /// Tool calls to HTTP servers are posted straight into the session (`direct.rs`);
     /// false makes them through rmcp's client.
     pub direct_tool_calls: bool,
+    /// Processes a stdio server runs as at most, shared by a hub and all its siblings (the
+    /// console and every `/mcp` client session): without a bound, each client session
+    /// would start processes of its own.
+    pub stdio_children: usize,
 }
 
 impl Default for HubSettings {
@@ -46,6 +57,7 @@ impl Default for HubSettings {
             resource_limit: 8 * 1024 * 1024,
             response_limit: 16 * 1024 * 1024,
             direct_tool_calls: true,
+            stdio_children: 4,
         }
     }
 }
@@ -218,30 +230,71 @@ impl Drop for InFlight {
     }
 }
 
-pub struct Hub {
-    settings: HubSettings,
-    changes: ChangeSender,
-    /// The live connections: read on every request, written only to add or drop one.
-    connections: std::sync::RwLock<HashMap<String, Arc<Connection>>>,
+/// Connections by slug.
+#[derive(Default)]
+struct Connections {
+    /// The live ones: read on every request, written only to add or drop one.
+    live: std::sync::RwLock<HashMap<String, Arc<Connection>>>,
     /// One gate per slug, so connecting to a slow server holds up only its own callers.
     connecting: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
+/// The stdio servers' processes of a hub and its siblings: one set of connections per
+/// process a server may run as, and the next one a new sibling keeps to.
+struct StdioChildren {
+    seats: Box<[Connections]>,
+    next: AtomicUsize,
+}
+
+pub struct Hub {
+    settings: HubSettings,
+    changes: ChangeSender,
+    /// HTTP servers' connections, this hub's own.
+    own: Connections,
+    /// stdio servers' connections, shared with the siblings.
+    stdio: Arc<StdioChildren>,
+    /// Which of `stdio.seats` this hub uses.
+    seat: usize,
+}
+
 impl Hub {
     pub fn new(settings: HubSettings, changes: ChangeSender) -> Self {
+        let seats = (0..settings.stdio_children.max(1))
+            .map(|_| Connections::default())
+            .collect();
         Self {
             settings,
             changes,
-            connections: std::sync::RwLock::new(HashMap::new()),
-            connecting: std::sync::Mutex::new(HashMap::new()),
+            own: Connections::default(),
+            stdio: Arc::new(StdioChildren {
+                seats,
+                next: AtomicUsize::new(1),
+            }),
+            seat: 0,
         }
     }
 
-    /// A hub with the same settings and connections of its own (one `/mcp` client
-    /// session's upstream sessions, closed when it is dropped); list changes its servers
-    /// announce still reach discovery.
+    /// A hub with the same settings and HTTP connections of its own (one `/mcp` client
+    /// session's upstream sessions, closed when it is dropped); its stdio servers are the
+    /// processes this hub shares, the next one in turn. List changes its servers announce
+    /// still reach discovery.
     pub fn sibling(&self) -> Hub {
-        Hub::new(self.settings.clone(), self.changes.clone())
+        let seat = self.stdio.next.fetch_add(1, Ordering::Relaxed) % self.stdio.seats.len();
+        Hub {
+            settings: self.settings.clone(),
+            changes: self.changes.clone(),
+            own: Connections::default(),
+            stdio: self.stdio.clone(),
+            seat,
+        }
+    }
+
+    /// Where this hub keeps its connections to `endpoint`.
+    fn connections(&self, endpoint: &Endpoint) -> &Connections {
+        match endpoint {
+            Endpoint::Http { .. } => &self.own,
+            Endpoint::Stdio { .. } => &self.stdio.seats[self.seat],
+        }
     }
 
     pub fn settings(&self) -> &HubSettings {
@@ -471,11 +524,14 @@ impl Hub {
         Err(err)
     }
 
-    /// Drops the server's connection (after an edit, or when it is disabled).
+    /// Drops the server's connection (after an edit, or when it is disabled): this hub's
+    /// own, and every process of a stdio server.
     pub async fn forget(&self, slug: &str) {
-        let removed = write(&self.connections).remove(slug);
-        if let Some(connection) = removed {
-            close(connection);
+        for connections in std::iter::once(&self.own).chain(self.stdio.seats.iter()) {
+            let removed = write(&connections.live).remove(slug);
+            if let Some(connection) = removed {
+                close(connection);
+            }
         }
     }
 
@@ -523,7 +579,7 @@ impl Hub {
 
     async fn forget_connection(&self, slug: &str, connection: &Arc<Connection>) {
         let removed = {
-            let mut connections = write(&self.connections);
+            let mut connections = write(&self.connections(&connection.endpoint).live);
             let current = connections
                 .get(slug)
                 .is_some_and(|current| Arc::ptr_eq(current, connection));
@@ -541,7 +597,8 @@ impl Hub {
     /// The live connection of a slug for this endpoint, if there is one.
     fn live(&self, slug: &str, endpoint: &Endpoint) -> Option<Arc<Connection>> {
         let connections = self
-            .connections
+            .connections(endpoint)
+            .live
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         connections
@@ -558,7 +615,8 @@ impl Hub {
         if let Some(live) = self.live(slug, endpoint) {
             return Ok(live);
         }
-        let gate = lock(&self.connecting)
+        let connections = self.connections(endpoint);
+        let gate = lock(&connections.connecting)
             .entry(slug.to_owned())
             .or_default()
             .clone();
@@ -567,7 +625,7 @@ impl Hub {
         if let Some(live) = self.live(slug, endpoint) {
             return Ok(live);
         }
-        let stale = write(&self.connections).remove(slug);
+        let stale = write(&connections.live).remove(slug);
         if let Some(stale) = stale {
             close(stale);
         }
@@ -591,7 +649,7 @@ impl Hub {
             progress,
             direct,
         });
-        write(&self.connections).insert(slug.to_owned(), connection.clone());
+        write(&connections.live).insert(slug.to_owned(), connection.clone());
         Ok(connection)
     }
 }
