@@ -58,6 +58,10 @@ pub struct DeclaredServer {
     pub transport: DeclaredTransport,
     pub capabilities: Vec<String>,
     pub enabled: bool,
+    /// A stdio server's environment beyond `PATH`, `HOME`, `LANG` and `TZ`, which are all
+    /// it gets of strad's own (`child_environment.rs`). Values may be secrets (the server's
+    /// API key): redacted in `Debug`, and never stored in the database.
+    pub env: Vec<(String, Secret)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,6 +266,8 @@ struct FileServer {
     #[serde(default)]
     capabilities: Vec<String>,
     enabled: Option<bool>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -685,6 +691,26 @@ fn declared_server(entry: FileServer) -> Result<DeclaredServer, ConfigError> {
             ));
         }
     };
+    if !entry.env.is_empty() && !matches!(transport, DeclaredTransport::Stdio { .. }) {
+        return Err(bad(
+            S_SERVERS,
+            format!("{slug}: env is for a server strad starts (command)"),
+        ));
+    }
+    for (name, value) in &entry.env {
+        if !is_env_name(name) {
+            return Err(bad(
+                S_SERVERS,
+                format!("{slug}: env `{name}` is not a name like [A-Za-z_][A-Za-z0-9_]*"),
+            ));
+        }
+        if value.contains('\0') {
+            return Err(bad(
+                S_SERVERS,
+                format!("{slug}: env `{name}` holds a NUL character"),
+            ));
+        }
+    }
     for capability in &entry.capabilities {
         if !["tools", "prompts", "resources", "apps"].contains(&capability.as_str()) {
             return Err(bad(
@@ -699,7 +725,22 @@ fn declared_server(entry: FileServer) -> Result<DeclaredServer, ConfigError> {
         transport,
         capabilities: entry.capabilities,
         enabled: entry.enabled.unwrap_or(true),
+        env: entry
+            .env
+            .into_iter()
+            .map(|(name, value)| (name, Secret::new(value)))
+            .collect(),
     })
+}
+
+/// A portable environment variable name (POSIX: letters, digits and `_`, not starting with a
+/// digit), so a declared name cannot carry `=` into the child's environment.
+fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 fn parse_public_url(raw: &str) -> Result<Url, ConfigError> {
@@ -1097,6 +1138,38 @@ mod tests {
                 .problem
                 .contains("twice")
         );
+    }
+
+    #[test]
+    fn a_stdio_server_declares_the_environment_it_starts_with() {
+        let file = r#"
+            [[servers]]
+            slug = "github"
+            command = ["github-mcp-server", "stdio"]
+            env = { GITHUB_TOKEN = "ghp_x", _LOG = "debug" }
+        "#;
+        let config = Config::from_sources(Some(file), &env(&[])).unwrap();
+        assert_eq!(
+            config.servers[0].env,
+            [
+                ("GITHUB_TOKEN".to_string(), Secret::new("ghp_x")),
+                ("_LOG".to_string(), Secret::new("debug"))
+            ]
+        );
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("ghp_x"), "{printed}");
+        for entry in [
+            "command = [\"x\"]\nenv = { \"1ST\" = \"a\" }",
+            "command = [\"x\"]\nenv = { \"A-B\" = \"a\" }",
+            "command = [\"x\"]\nenv = { \"A=B\" = \"a\" }",
+            "command = [\"x\"]\nenv = { \"\" = \"a\" }",
+            "command = [\"x\"]\nenv = { A = \"nul\\u0000\" }",
+            "url = \"http://127.0.0.1:4000/mcp\"\nenv = { A = \"a\" }",
+        ] {
+            let file = format!("[[servers]]\nslug = \"a\"\n{entry}\n");
+            let err = Config::from_sources(Some(&file), &env(&[])).unwrap_err();
+            assert_eq!(err.setting, S_SERVERS, "{entry}");
+        }
     }
 
     #[test]

@@ -126,6 +126,7 @@ impl Application {
                 request_timeout: config.discovery.request_timeout,
                 resource_limit: config.discovery.resource_limit_bytes,
                 direct_tool_calls: config.discovery.direct_tool_calls,
+                stdio_env: crate::servers::declared_env(&config.servers),
                 ..HubSettings::default()
             },
             changes,
