@@ -109,6 +109,9 @@ pub struct AuthConfig {
     /// Emails that get the admin role when they sign in. Lower-cased.
     pub bootstrap_admins: Vec<String>,
     pub session_idle: time::Duration,
+    /// Live (unrevoked, unexpired) login tokens one person may hold: each is a credential
+    /// for `/mcp` outside the browser, so their number is bounded like the rest.
+    pub tokens_per_person: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -199,6 +202,7 @@ const S_ALLOWED: &str = "STRAD_ALLOWED_DOMAINS (auth.oidc.allowed_domains)";
 const S_REQUIRE_HD: &str = "STRAD_OIDC_REQUIRE_HOSTED_DOMAIN (auth.oidc.require_hosted_domain)";
 const S_ADMINS: &str = "STRAD_BOOTSTRAP_ADMINS (auth.bootstrap_admins)";
 const S_IDLE: &str = "STRAD_SESSION_IDLE_MINUTES (auth.session_idle_minutes)";
+const S_TOKENS_PER_PERSON: &str = "STRAD_TOKENS_PER_PERSON (auth.tokens_per_person)";
 const S_FILE: &str = "STRAD_CONFIG (strad.toml)";
 const S_INTERVAL: &str = "STRAD_DISCOVERY_INTERVAL_SECONDS (discovery.interval_seconds)";
 const S_TIMEOUT: &str = "STRAD_MCP_TIMEOUT_SECONDS (discovery.request_timeout_seconds)";
@@ -288,6 +292,7 @@ struct FileDatabase {
 struct FileAuth {
     bootstrap_admins: Option<Vec<String>>,
     session_idle_minutes: Option<i64>,
+    tokens_per_person: Option<u64>,
     oidc: Option<FileOidc>,
 }
 
@@ -591,6 +596,13 @@ impl Config {
             1000,
             1_000_000,
         )?;
+        let tokens_per_person = count(
+            "STRAD_TOKENS_PER_PERSON",
+            S_TOKENS_PER_PERSON,
+            file.auth.tokens_per_person,
+            20,
+            100_000,
+        )?;
         let audit_calls_flush = match var("STRAD_AUDIT_TOOL_CALLS_FLUSH")
             .or(file.audit.tool_calls_flush)
             .as_deref()
@@ -652,6 +664,7 @@ impl Config {
                 oidc,
                 bootstrap_admins,
                 session_idle: time::Duration::minutes(idle_minutes),
+                tokens_per_person,
             },
             site: SiteConfig {
                 root: PathBuf::from(site_root),
@@ -1169,6 +1182,24 @@ mod tests {
             let file = format!("[[servers]]\nslug = \"a\"\n{entry}\n");
             let err = Config::from_sources(Some(&file), &env(&[])).unwrap_err();
             assert_eq!(err.setting, S_SERVERS, "{entry}");
+        }
+    }
+
+    #[test]
+    fn live_login_tokens_per_person_default_to_twenty_and_are_bounded() {
+        let per_person = |file: Option<&str>, pairs: &[(&str, &str)]| {
+            Config::from_sources(file, &env(pairs)).map(|c| c.auth.tokens_per_person)
+        };
+        assert_eq!(per_person(None, &[]), Ok(20));
+        let file = "[auth]\ntokens_per_person = 5\n";
+        assert_eq!(per_person(Some(file), &[]), Ok(5));
+        assert_eq!(
+            per_person(Some(file), &[("STRAD_TOKENS_PER_PERSON", "7")]),
+            Ok(7)
+        );
+        for bad in ["0", "-1", "many", "100001"] {
+            let err = per_person(None, &[("STRAD_TOKENS_PER_PERSON", bad)]).unwrap_err();
+            assert_eq!(err.setting, S_TOKENS_PER_PERSON, "{bad}");
         }
     }
 

@@ -147,6 +147,7 @@ impl Application {
                 hub: hub.clone(),
                 public_origin: config.http.public_origin(),
                 frame_tickets: Arc::default(),
+                tokens_per_person: config.auth.tokens_per_person,
             },
             config: config.clone(),
             oidc,
