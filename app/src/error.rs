@@ -15,6 +15,10 @@ pub enum AppError {
     NotFound,
     #[error("The value of {field} is not valid.")]
     Invalid { field: String },
+    #[error(
+        "You already hold {limit} live login tokens, the most one person may. Revoke one to mint another."
+    )]
+    TooManyTokens { limit: u32 },
     #[error("This is temporarily unavailable. Try again shortly.")]
     Unavailable,
     #[error("Something went wrong on our side.")]
@@ -29,6 +33,7 @@ impl AppError {
             Self::Forbidden => 403,
             Self::NotFound => 404,
             Self::Invalid { .. } => 400,
+            Self::TooManyTokens { .. } => 409,
             Self::Unavailable => 503,
             Self::Internal => 500,
         }
@@ -122,13 +127,14 @@ mod tests {
             AppError::Forbidden,
             AppError::NotFound,
             AppError::Invalid { field: "x".into() },
+            AppError::TooManyTokens { limit: 20 },
             AppError::Unavailable,
             AppError::Internal,
         ]
         .iter()
         .map(AppError::status)
         .collect();
-        assert_eq!(statuses, [401, 403, 404, 400, 503, 500]);
+        assert_eq!(statuses, [401, 403, 404, 400, 409, 503, 500]);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub struct AppState {
     pub public_origin: String,
     /// The app sessions issued for frame loads (each frame document is served once).
     pub frame_tickets: Arc<crate::apps::ssr::tickets::FrameTickets>,
+    /// Live login tokens one person may hold (`auth.tokens_per_person`).
+    pub tokens_per_person: u32,
 }
 
 impl AppState {

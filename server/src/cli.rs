@@ -1,8 +1,8 @@
 //! The command line: `strad` serves; `strad audit verify` checks the audit chain (SPEC §10)
 //! and exits 0 when it is intact, 1 when a row is broken, 2 on a usage or start-up error.
 
-use app::audit::ssr::writer;
-use sqlx::PgPool;
+use app::audit::ChainReport;
+use app::audit::ssr::chain;
 
 use crate::config::Config;
 use crate::db;
@@ -27,26 +27,30 @@ impl Command {
     }
 }
 
+/// What `strad audit verify` prints: the verdict, then the chain's head, to write down
+/// outside the database (rows later removed from the end break no link; a noted head that
+/// is gone shows them).
 #[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Intact { rows: i64 },
-    BrokenAt { id: i64 },
-}
+pub struct Verdict(pub ChainReport);
 
 impl Verdict {
     pub fn exit_code(&self) -> i32 {
-        match self {
-            Verdict::Intact { .. } => 0,
-            Verdict::BrokenAt { .. } => 1,
+        match self.0.first_broken {
+            None => 0,
+            Some(_) => 1,
         }
     }
 }
 
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Verdict::Intact { rows } => write!(f, "audit log intact: {rows} rows"),
-            Verdict::BrokenAt { id } => write!(f, "audit log broken at row {id}"),
+        match self.0.first_broken {
+            None => writeln!(f, "audit log intact: {} rows", self.0.rows)?,
+            Some(id) => writeln!(f, "audit log broken at row {id}")?,
+        }
+        match &self.0.head {
+            Some(head) => write!(f, "head: row {}, sha256 {}", head.id, head.hash),
+            None => write!(f, "head: none (the log is empty)"),
         }
     }
 }
@@ -55,35 +59,17 @@ impl std::fmt::Display for Verdict {
 /// verdict and returns the exit code.
 pub async fn run_audit_verify(config: &Config) -> anyhow::Result<i32> {
     let pool = db::connect_and_migrate(&config.database).await?;
-    let verdict = verify(&pool).await;
+    let report = chain::check(&pool).await;
     pool.close().await;
-    let verdict = verdict.map_err(|e| anyhow::anyhow!("cannot read the audit log: {e}"))?;
+    let verdict = Verdict(report.map_err(|e| anyhow::anyhow!("cannot read the audit log: {e}"))?);
     println!("{verdict}");
     Ok(verdict.exit_code())
-}
-
-/// Walks the chain and counts the rows in one read-only snapshot, so rows appended while it
-/// runs are in neither.
-pub async fn verify(pool: &PgPool) -> Result<Verdict, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        .execute(&mut *tx)
-        .await?;
-    let verdict = match writer::first_broken_row(&mut tx).await? {
-        Some(id) => Verdict::BrokenAt { id },
-        None => Verdict::Intact {
-            rows: sqlx::query_scalar("SELECT count(*) FROM audit_log")
-                .fetch_one(&mut *tx)
-                .await?,
-        },
-    };
-    tx.rollback().await?;
-    Ok(verdict)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use app::audit::ChainHead;
 
     #[test]
     fn no_arguments_serve() {
@@ -110,11 +96,42 @@ mod tests {
 
     #[test]
     fn verdicts_print_and_exit_as_documented() {
-        let intact = Verdict::Intact { rows: 3 };
-        assert_eq!(intact.to_string(), "audit log intact: 3 rows");
+        let head = Some(ChainHead {
+            id: 3,
+            hash: "ab".repeat(32),
+        });
+        let intact = Verdict(ChainReport {
+            rows: 3,
+            first_broken: None,
+            head: head.clone(),
+        });
+        assert_eq!(
+            intact.to_string(),
+            format!(
+                "audit log intact: 3 rows\nhead: row 3, sha256 {}",
+                "ab".repeat(32)
+            )
+        );
         assert_eq!(intact.exit_code(), 0);
-        let broken = Verdict::BrokenAt { id: 42 };
-        assert_eq!(broken.to_string(), "audit log broken at row 42");
+        let broken = Verdict(ChainReport {
+            rows: 3,
+            first_broken: Some(2),
+            head,
+        });
+        assert!(
+            broken
+                .to_string()
+                .starts_with("audit log broken at row 2\nhead: row 3, sha256 ")
+        );
         assert_eq!(broken.exit_code(), 1);
+        let empty = Verdict(ChainReport {
+            rows: 0,
+            first_broken: None,
+            head: None,
+        });
+        assert_eq!(
+            empty.to_string(),
+            "audit log intact: 0 rows\nhead: none (the log is empty)"
+        );
     }
 }

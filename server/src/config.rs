@@ -68,6 +68,10 @@ pub struct DeclaredServer {
     pub transport: DeclaredTransport,
     pub capabilities: Vec<String>,
     pub enabled: bool,
+    /// A stdio server's environment beyond `PATH`, `HOME`, `LANG` and `TZ`, which are all
+    /// it gets of strad's own (`child_environment.rs`). Values may be secrets (the server's
+    /// API key): redacted in `Debug`, and never stored in the database.
+    pub env: Vec<(String, Secret)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,6 +122,9 @@ pub struct AuthConfig {
     /// How long any session lives, however active (SPEC §3: an absolute lifetime besides
     /// the idle expiry).
     pub session_max: time::Duration,
+    /// Live (unrevoked, unexpired) login tokens one person may hold: each is a credential
+    /// for `/mcp` outside the browser, so their number is bounded like the rest.
+    pub tokens_per_person: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -209,6 +216,7 @@ const S_REQUIRE_HD: &str = "STRAD_OIDC_REQUIRE_HOSTED_DOMAIN (auth.oidc.require_
 const S_ADMINS: &str = "STRAD_BOOTSTRAP_ADMINS (auth.bootstrap_admins)";
 const S_IDLE: &str = "STRAD_SESSION_IDLE_MINUTES (auth.session_idle_minutes)";
 const S_MAX: &str = "STRAD_SESSION_MAX_HOURS (auth.session_max_hours)";
+const S_TOKENS_PER_PERSON: &str = "STRAD_TOKENS_PER_PERSON (auth.tokens_per_person)";
 const S_FILE: &str = "STRAD_CONFIG (strad.toml)";
 const S_INTERVAL: &str = "STRAD_DISCOVERY_INTERVAL_SECONDS (discovery.interval_seconds)";
 const S_TIMEOUT: &str = "STRAD_MCP_TIMEOUT_SECONDS (discovery.request_timeout_seconds)";
@@ -287,6 +295,8 @@ struct FileServer {
     #[serde(default)]
     capabilities: Vec<String>,
     enabled: Option<bool>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -308,6 +318,7 @@ struct FileAuth {
     bootstrap_admins: Option<Vec<String>>,
     session_idle_minutes: Option<i64>,
     session_max_hours: Option<i64>,
+    tokens_per_person: Option<u64>,
     oidc: Option<FileOidc>,
 }
 
@@ -637,6 +648,13 @@ impl Config {
             4,
             64,
         )?;
+        let tokens_per_person = count(
+            "STRAD_TOKENS_PER_PERSON",
+            S_TOKENS_PER_PERSON,
+            file.auth.tokens_per_person,
+            20,
+            100_000,
+        )?;
         let audit_calls_flush = match var("STRAD_AUDIT_TOOL_CALLS_FLUSH")
             .or(file.audit.tool_calls_flush)
             .as_deref()
@@ -701,6 +719,7 @@ impl Config {
                 bootstrap_admins,
                 session_idle: time::Duration::minutes(idle_minutes),
                 session_max: time::Duration::hours(max_hours),
+                tokens_per_person,
             },
             site: SiteConfig {
                 root: PathBuf::from(site_root),
@@ -740,6 +759,26 @@ fn declared_server(entry: FileServer) -> Result<DeclaredServer, ConfigError> {
             ));
         }
     };
+    if !entry.env.is_empty() && !matches!(transport, DeclaredTransport::Stdio { .. }) {
+        return Err(bad(
+            S_SERVERS,
+            format!("{slug}: env is for a server strad starts (command)"),
+        ));
+    }
+    for (name, value) in &entry.env {
+        if !is_env_name(name) {
+            return Err(bad(
+                S_SERVERS,
+                format!("{slug}: env `{name}` is not a name like [A-Za-z_][A-Za-z0-9_]*"),
+            ));
+        }
+        if value.contains('\0') {
+            return Err(bad(
+                S_SERVERS,
+                format!("{slug}: env `{name}` holds a NUL character"),
+            ));
+        }
+    }
     for capability in &entry.capabilities {
         if !["tools", "prompts", "resources", "apps"].contains(&capability.as_str()) {
             return Err(bad(
@@ -754,7 +793,22 @@ fn declared_server(entry: FileServer) -> Result<DeclaredServer, ConfigError> {
         transport,
         capabilities: entry.capabilities,
         enabled: entry.enabled.unwrap_or(true),
+        env: entry
+            .env
+            .into_iter()
+            .map(|(name, value)| (name, Secret::new(value)))
+            .collect(),
     })
+}
+
+/// A portable environment variable name (POSIX: letters, digits and `_`, not starting with a
+/// digit), so a declared name cannot carry `=` into the child's environment.
+fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 fn parse_public_url(raw: &str) -> Result<Url, ConfigError> {
@@ -1193,6 +1247,56 @@ mod tests {
                 .problem
                 .contains("twice")
         );
+    }
+
+    #[test]
+    fn a_stdio_server_declares_the_environment_it_starts_with() {
+        let file = r#"
+            [[servers]]
+            slug = "github"
+            command = ["github-mcp-server", "stdio"]
+            env = { GITHUB_TOKEN = "ghp_x", _LOG = "debug" }
+        "#;
+        let config = Config::from_sources(Some(file), &env(&[])).unwrap();
+        assert_eq!(
+            config.servers[0].env,
+            [
+                ("GITHUB_TOKEN".to_string(), Secret::new("ghp_x")),
+                ("_LOG".to_string(), Secret::new("debug"))
+            ]
+        );
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("ghp_x"), "{printed}");
+        for entry in [
+            "command = [\"x\"]\nenv = { \"1ST\" = \"a\" }",
+            "command = [\"x\"]\nenv = { \"A-B\" = \"a\" }",
+            "command = [\"x\"]\nenv = { \"A=B\" = \"a\" }",
+            "command = [\"x\"]\nenv = { \"\" = \"a\" }",
+            "command = [\"x\"]\nenv = { A = \"nul\\u0000\" }",
+            "url = \"http://127.0.0.1:4000/mcp\"\nenv = { A = \"a\" }",
+        ] {
+            let file = format!("[[servers]]\nslug = \"a\"\n{entry}\n");
+            let err = Config::from_sources(Some(&file), &env(&[])).unwrap_err();
+            assert_eq!(err.setting, S_SERVERS, "{entry}");
+        }
+    }
+
+    #[test]
+    fn live_login_tokens_per_person_default_to_twenty_and_are_bounded() {
+        let per_person = |file: Option<&str>, pairs: &[(&str, &str)]| {
+            Config::from_sources(file, &env(pairs)).map(|c| c.auth.tokens_per_person)
+        };
+        assert_eq!(per_person(None, &[]), Ok(20));
+        let file = "[auth]\ntokens_per_person = 5\n";
+        assert_eq!(per_person(Some(file), &[]), Ok(5));
+        assert_eq!(
+            per_person(Some(file), &[("STRAD_TOKENS_PER_PERSON", "7")]),
+            Ok(7)
+        );
+        for bad in ["0", "-1", "many", "100001"] {
+            let err = per_person(None, &[("STRAD_TOKENS_PER_PERSON", bad)]).unwrap_err();
+            assert_eq!(err.setting, S_TOKENS_PER_PERSON, "{bad}");
+        }
     }
 
     #[test]

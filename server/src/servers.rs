@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use app::audit::ssr::writer::{self, Actor};
 use app::servers::Capability;
+use app::servers::ssr::child_environment::DeclaredEnv;
 use app::servers::ssr::client::{Endpoint, Hub};
 use app::servers::ssr::discover::discover;
 use app::servers::ssr::form::audit_payload;
@@ -94,6 +95,24 @@ pub async fn sync_declared(pool: &PgPool, declared: &[DeclaredServer]) -> Result
         }
     }
     tx.commit().await
+}
+
+/// The `env` of each declared stdio server, for the hub that starts them.
+pub fn declared_env(declared: &[DeclaredServer]) -> DeclaredEnv {
+    DeclaredEnv::new(
+        declared
+            .iter()
+            .filter(|server| matches!(server.transport, DeclaredTransport::Stdio { .. }))
+            .map(|server| {
+                let env = server
+                    .env
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.expose().to_owned()))
+                    .collect();
+                (server.slug.clone(), env)
+            })
+            .collect(),
+    )
 }
 
 /// Runs discovery in the background until the process ends.

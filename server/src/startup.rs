@@ -110,6 +110,7 @@ impl Application {
                 resource_limit: config.discovery.resource_limit_bytes,
                 direct_tool_calls: config.discovery.direct_tool_calls,
                 stdio_children: config.discovery.stdio_children_max,
+                stdio_env: crate::servers::declared_env(&config.servers),
                 ..HubSettings::default()
             },
             changes,
@@ -130,6 +131,7 @@ impl Application {
                 hub: hub.clone(),
                 public_origin: config.http.public_origin(),
                 frame_tickets: Arc::default(),
+                tokens_per_person: config.auth.tokens_per_person,
             },
             config: config.clone(),
             oidc,

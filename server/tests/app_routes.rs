@@ -1095,17 +1095,33 @@ async fn approved_capabilities_are_a_ceiling_on_every_surface(pool: PgPool) {
     assert!(listed(&app, &admin).await > 0);
 
     approve(&["apps", "resources"]).await;
-    assert_eq!(listed(&app, &admin).await, 0, "no tool listed without tools");
-    assert_eq!(call(&app, &admin, "widget", show.clone()).await.status(), 403);
-    assert_eq!(play(&app, &admin, "widget", show.clone()).await.status(), 403);
+    assert_eq!(
+        listed(&app, &admin).await,
+        0,
+        "no tool listed without tools"
+    );
+    assert_eq!(
+        call(&app, &admin, "widget", show.clone()).await.status(),
+        403
+    );
+    assert_eq!(
+        play(&app, &admin, "widget", show.clone()).await.status(),
+        403
+    );
     let opening = opening_call(&app, &admin).await;
     assert_eq!(opening.status(), 403);
     assert!(opening.text().await.unwrap().contains("not approved"));
 
     approve(&["tools"]).await;
     assert!(listed(&app, &admin).await > 0, "the playground lists again");
-    assert_eq!(play(&app, &admin, "widget", show.clone()).await.status(), 200);
-    assert_eq!(call(&app, &admin, "widget", show.clone()).await.status(), 403);
+    assert_eq!(
+        play(&app, &admin, "widget", show.clone()).await.status(),
+        200
+    );
+    assert_eq!(
+        call(&app, &admin, "widget", show.clone()).await.status(),
+        403
+    );
     assert_eq!(opening_call(&app, &admin).await.status(), 403);
     let view: Value = server_fn(&app, &admin, "apps/open", &[("slug", "widget")])
         .await
@@ -1115,10 +1131,17 @@ async fn approved_capabilities_are_a_ceiling_on_every_surface(pool: PgPool) {
     assert_eq!(view["status"], "NoApp");
     assert_eq!(view["ticket"], Value::Null);
 
-    assert_eq!(calls_of(&server, "show-widget").await, 1, "the playground's one");
+    assert_eq!(
+        calls_of(&server, "show-widget").await,
+        1,
+        "the playground's one"
+    );
     let outcomes = audit_outcomes(&app.pool, "app_tool_call").await;
     assert_eq!(outcomes.len(), 4, "every refusal audited: {outcomes:?}");
-    assert!(outcomes.iter().all(|o| o == "refused: Refuse(NotApproved)"), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| o == "refused: Refuse(NotApproved)"),
+        "{outcomes:?}"
+    );
 }
 
 /// A person's console calls are bounded per second, however many pages or browsers they
@@ -1140,7 +1163,11 @@ async fn console_calls_are_limited_per_person_and_a_burst_is_audited_once(pool: 
         }
         statuses.push(response.status().as_u16());
     }
-    assert_eq!(&statuses[..2], &[200, 200], "a burst of twice the rate: {statuses:?}");
+    assert_eq!(
+        &statuses[..2],
+        &[200, 200],
+        "a burst of twice the rate: {statuses:?}"
+    );
     assert!(statuses[2..].iter().all(|s| *s == 429), "{statuses:?}");
     assert_eq!(calls_of(&server, "show-widget").await, 2);
     let outcomes = audit_outcomes(&app.pool, "app_tool_call").await;

@@ -40,6 +40,30 @@ async fn first_broken_row(pool: &PgPool) -> Option<i64> {
     writer::first_broken_row(&mut conn).await.unwrap()
 }
 
+/// The database refuses to change audit rows (migration 0009), but its triggers stop
+/// ordinary statements only: the table's owner or a superuser, as the test role is, can
+/// disable them. These tests do, to play that person and prove the hash chain finds what
+/// the triggers cannot stop.
+async fn allow_tampering(pool: &PgPool) {
+    sqlx::query(
+        "ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only,
+                               DISABLE TRIGGER audit_log_no_truncate",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// The chain's last row: its id and hash.
+async fn head(pool: &PgPool) -> (i64, String) {
+    let (id, hash): (i64, Vec<u8>) =
+        sqlx::query_as("SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    (id, hex::encode(hash))
+}
+
 fn alice() -> Actor {
     Actor::person(Uuid::new_v4(), "alice@example.com")
 }
@@ -89,9 +113,50 @@ async fn appended_rows_verify_with_nothing_broken(pool: PgPool) {
     assert_eq!(first_broken_row(&pool).await, None);
 }
 
+/// The database error of a statement the append-only triggers refused.
+fn refused_as_append_only(result: Result<sqlx::postgres::PgQueryResult, sqlx::Error>) {
+    let err = result.expect_err("the statement is refused");
+    let db = err.as_database_error().expect("a database error");
+    assert_eq!(db.constraint(), Some("audit_log_append_only"), "{err}");
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_database_refuses_to_update_delete_or_truncate_audit_rows(pool: PgPool) {
+    migrated(&pool).await;
+    let ids = five_rows(&pool).await;
+    // The pool strad's own statements run on: the same role as the application's.
+    let strads = strad_server::db::pool_options()
+        .connect_with((*pool.connect_options()).clone())
+        .await
+        .unwrap();
+    refused_as_append_only(
+        sqlx::query("UPDATE audit_log SET payload = '{}' WHERE id = $1")
+            .bind(ids[2])
+            .execute(&strads)
+            .await,
+    );
+    refused_as_append_only(
+        sqlx::query("DELETE FROM audit_log WHERE id = $1")
+            .bind(ids[4])
+            .execute(&strads)
+            .await,
+    );
+    refused_as_append_only(sqlx::query("TRUNCATE audit_log").execute(&strads).await);
+    strads.close().await;
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 5);
+    assert_eq!(first_broken_row(&pool).await, None);
+    append(&pool, &alice(), "sign_in", None, json!({})).await;
+    assert_eq!(first_broken_row(&pool).await, None, "appending still works");
+}
+
 #[sqlx::test(migrations = false)]
 async fn an_edited_payload_is_found_at_exactly_that_row(pool: PgPool) {
     migrated(&pool).await;
+    allow_tampering(&pool).await;
     let ids = five_rows(&pool).await;
     sqlx::query("UPDATE audit_log SET payload = '{\"tool\": \"delete_everything\", \"n\": 1}' WHERE id = $1")
         .bind(ids[2])
@@ -104,6 +169,7 @@ async fn an_edited_payload_is_found_at_exactly_that_row(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn an_edited_actor_kind_slug_or_time_is_found_at_that_row(pool: PgPool) {
     migrated(&pool).await;
+    allow_tampering(&pool).await;
     for edit in [
         "UPDATE audit_log SET actor_email = 'mallory@example.com' WHERE id = $1",
         "UPDATE audit_log SET actor_id = gen_random_uuid() WHERE id = $1",
@@ -124,6 +190,7 @@ async fn an_edited_actor_kind_slug_or_time_is_found_at_that_row(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn a_deleted_middle_row_is_found_at_the_row_after_it(pool: PgPool) {
     migrated(&pool).await;
+    allow_tampering(&pool).await;
     let ids = five_rows(&pool).await;
     sqlx::query("DELETE FROM audit_log WHERE id = $1")
         .bind(ids[2])
@@ -136,6 +203,7 @@ async fn a_deleted_middle_row_is_found_at_the_row_after_it(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn a_deleted_first_row_is_found_at_the_new_first_row(pool: PgPool) {
     migrated(&pool).await;
+    allow_tampering(&pool).await;
     let ids = five_rows(&pool).await;
     sqlx::query("DELETE FROM audit_log WHERE id = $1")
         .bind(ids[0])
@@ -148,6 +216,7 @@ async fn a_deleted_first_row_is_found_at_the_new_first_row(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn two_swapped_rows_are_found_at_the_first_of_them(pool: PgPool) {
     migrated(&pool).await;
+    allow_tampering(&pool).await;
     let ids = five_rows(&pool).await;
     // Every column the hash covers, plus the stored hashes, trade places between two ids.
     sqlx::query(
@@ -280,26 +349,60 @@ fn stdout(output: &Output) -> String {
 async fn strad_audit_verify_says_intact_and_exits_0_on_a_good_chain(pool: PgPool) {
     migrated(&pool).await;
     five_rows(&pool).await;
+    let (id, hash) = head(&pool).await;
     let output = audit_verify(&pool, &["audit", "verify"]).await;
-    assert_eq!(stdout(&output), "audit log intact: 5 rows\n");
+    assert_eq!(
+        stdout(&output),
+        format!("audit log intact: 5 rows\nhead: row {id}, sha256 {hash}\n")
+    );
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 }
 
 #[sqlx::test(migrations = false)]
 async fn strad_audit_verify_names_the_broken_row_and_exits_1_on_a_tampered_chain(pool: PgPool) {
     migrated(&pool).await;
+    allow_tampering(&pool).await;
     let ids = five_rows(&pool).await;
     sqlx::query("UPDATE audit_log SET payload = '{}' WHERE id = $1")
         .bind(ids[3])
         .execute(&pool)
         .await
         .unwrap();
+    let (id, hash) = head(&pool).await;
     let output = audit_verify(&pool, &["audit", "verify"]).await;
     assert_eq!(
         stdout(&output),
-        format!("audit log broken at row {}\n", ids[3])
+        format!(
+            "audit log broken at row {}\nhead: row {id}, sha256 {hash}\n",
+            ids[3]
+        )
     );
     assert_eq!(output.status.code(), Some(1), "{output:?}");
+}
+
+#[sqlx::test(migrations = false)]
+async fn strad_audit_verify_says_an_empty_log_has_no_head(pool: PgPool) {
+    migrated(&pool).await;
+    let output = audit_verify(&pool, &["audit", "verify"]).await;
+    assert_eq!(
+        stdout(&output),
+        "audit log intact: 0 rows\nhead: none (the log is empty)\n"
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+}
+
+#[sqlx::test(migrations = false)]
+async fn the_chain_check_of_the_audit_page_names_the_head(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let (id, hash) = head(&app.pool).await;
+    let report: Value = server_fn(&app, &admin, "audit/verify", &[])
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(report["first_broken"], Value::Null, "{report}");
+    assert_eq!(report["head"], json!({"id": id, "hash": hash}), "{report}");
 }
 
 #[sqlx::test(migrations = false)]

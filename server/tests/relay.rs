@@ -670,10 +670,12 @@ async fn another_persons_token(app: &TestApp) -> String {
     .await
     .unwrap();
     app.caught_up().await;
+    let mut tx = app.pool.begin().await.unwrap();
     let (_, secret) =
-        app::tokens::ssr::store::mint(&app.pool, bob, "bob's", time::Duration::days(1))
+        app::tokens::ssr::store::mint(&mut tx, bob, "bob's", time::Duration::days(1), 20)
             .await
             .unwrap();
+    tx.commit().await.unwrap();
     secret.expose().to_owned()
 }
 

@@ -182,10 +182,12 @@ async fn people_revoke_their_own_tokens_and_admins_anyones(pool: PgPool) {
             .fetch_one(&app.pool)
             .await
             .unwrap();
+    let mut tx = app.pool.begin().await.unwrap();
     let (_, bob_secret) =
-        app::tokens::ssr::store::mint(&app.pool, bob_id, "bob's", time::Duration::days(1))
+        app::tokens::ssr::store::mint(&mut tx, bob_id, "bob's", time::Duration::days(1), 20)
             .await
             .unwrap();
+    tx.commit().await.unwrap();
     let bob = app.new_browser();
     let response = bob
         .get(app.url(&format!("/?token={}", bob_secret.expose())))
@@ -264,4 +266,113 @@ async fn bad_token_requests_are_refused_at_the_field(pool: PgPool) {
             .status(),
         404
     );
+}
+
+/// What `tokens/mint` answers when the person already holds as many live tokens as allowed.
+fn too_many(limit: u32) -> Value {
+    serde_json::json!({"TooManyTokens": {"limit": limit}})
+}
+
+async fn live_tokens(app: &TestApp) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM login_tokens WHERE revoked_at IS NULL AND expires_at > now()",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_person_holds_at_most_the_configured_number_of_live_tokens(pool: PgPool) {
+    let app = spawn_app_with_env(pool, &[("STRAD_TOKENS_PER_PERSON", "3")]).await;
+    sign_in_locally(&app, &app.client).await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(mint(&app, &app.client, &format!("client {n}")).await.1);
+    }
+    let mint_another = || {
+        server_fn(
+            &app,
+            &app.client,
+            "tokens/mint",
+            &[("name", "one too many"), ("days", "30")],
+        )
+    };
+    let refused = mint_another().await;
+    assert_eq!(refused.status(), 409);
+    assert_eq!(refused.json::<Value>().await.unwrap(), too_many(3));
+    assert_eq!(live_tokens(&app).await, 3);
+    let minted: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'token_minted'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(minted, 3, "a refused mint leaves no audit row");
+
+    // A revoked token no longer counts, nor does an expired one.
+    let revoked = server_fn(
+        &app,
+        &app.client,
+        "tokens/revoke",
+        &[("id", ids[0].as_str())],
+    )
+    .await;
+    assert_eq!(revoked.status(), 200);
+    assert_eq!(mint_another().await.status(), 200);
+    assert_eq!(mint_another().await.status(), 409);
+    sqlx::query(
+        "UPDATE login_tokens SET expires_at = now() - interval '1 second' WHERE id = $1::uuid",
+    )
+    .bind(&ids[1])
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(mint_another().await.status(), 200);
+    assert_eq!(live_tokens(&app).await, 3);
+}
+
+#[sqlx::test(migrations = false)]
+async fn mints_at_the_same_moment_never_pass_the_limit(pool: PgPool) {
+    let app = spawn_app_with_env(pool, &[("STRAD_TOKENS_PER_PERSON", "2")]).await;
+    sign_in_locally(&app, &app.client).await;
+    let statuses = futures::future::join_all((0..8).map(|n| {
+        let name = format!("racer {n}");
+        let app = &app;
+        async move {
+            server_fn(
+                app,
+                &app.client,
+                "tokens/mint",
+                &[("name", &name), ("days", "1")],
+            )
+            .await
+            .status()
+            .as_u16()
+        }
+    }))
+    .await;
+    let mut counts = std::collections::BTreeMap::new();
+    for status in statuses {
+        *counts.entry(status).or_insert(0) += 1;
+    }
+    assert_eq!(counts, [(200, 2), (409, 6)].into(), "{counts:?}");
+    assert_eq!(live_tokens(&app).await, 2);
+}
+
+#[sqlx::test(migrations = false)]
+async fn a_person_holds_twenty_live_tokens_unless_configured_otherwise(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    sign_in_locally(&app, &app.client).await;
+    for n in 0..20 {
+        mint(&app, &app.client, &format!("client {n}")).await;
+    }
+    let refused = server_fn(
+        &app,
+        &app.client,
+        "tokens/mint",
+        &[("name", "twenty-first"), ("days", "30")],
+    )
+    .await;
+    assert_eq!(refused.status(), 409);
+    assert_eq!(refused.json::<Value>().await.unwrap(), too_many(20));
 }

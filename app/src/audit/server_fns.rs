@@ -28,6 +28,18 @@ pub struct AuditPageView {
 pub struct ChainReport {
     pub rows: i64,
     pub first_broken: Option<i64>,
+    /// The last row; `None` when the log is empty.
+    pub head: Option<ChainHead>,
+}
+
+/// The chain's last row. Written down outside the database (a ticket, a log shipped
+/// elsewhere), it shows later whether rows after it were removed: the chain alone cannot
+/// tell a log cut short from one that ended there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainHead {
+    pub id: i64,
+    /// The row's SHA-256, in lower-case hex.
+    pub hash: String,
 }
 
 /// One page of the audit log, newest first, filtered by time, person (actor email), slug
@@ -99,17 +111,13 @@ pub async fn list_audit(
     Ok(AuditPageView { rows, next_before })
 }
 
-/// Walks the whole chain and names the first row that does not hold. Auditors and admins.
+/// Walks the whole chain, names the first row that does not hold and the chain's head.
+/// Auditors and admins.
 #[server(prefix = "/api", endpoint = "audit/verify")]
 pub async fn verify_audit() -> Result<ChainReport, AppError> {
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     let state = crate::state::AppState::from_context()?;
     RequestContext::require_any(&[Role::Auditor, Role::Admin]).await?;
-    let mut conn = state.pool.acquire().await?;
-    let first_broken = super::ssr::writer::first_broken_row(&mut conn).await?;
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log")
-        .fetch_one(&mut *conn)
-        .await?;
-    Ok(ChainReport { rows, first_broken })
+    Ok(super::ssr::chain::check(&state.pool).await?)
 }

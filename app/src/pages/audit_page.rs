@@ -111,11 +111,23 @@ fn ChainCheck() -> impl IntoView {
     let verify = ServerAction::<VerifyAudit>::new();
     let report = move || {
         verify.value().get().map(|result| match result {
-            Ok(r) => match r.first_broken {
-                None => format!("The chain holds: {} rows verified.", r.rows),
-                Some(id) => format!("The chain is broken at row {id}."),
-            },
-            Err(error) => error.to_string(),
+            Ok(r) => {
+                let verdict = match r.first_broken {
+                    None => format!("The chain holds: {} rows verified.", r.rows),
+                    Some(id) => format!("The chain is broken at row {id}."),
+                };
+                // The head, to write down elsewhere: a log later cut short after it shows.
+                let head = match r.head {
+                    Some(head) => view! {
+                        " Its head is row " {head.id} ", SHA-256 "
+                        <code class="digest">{head.hash}</code> "."
+                    }
+                    .into_any(),
+                    None => " The log is empty.".into_any(),
+                };
+                view! { {verdict} {head} }.into_any()
+            }
+            Err(error) => error.to_string().into_any(),
         })
     };
     view! {

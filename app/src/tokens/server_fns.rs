@@ -38,11 +38,13 @@ fn view(row: &super::ssr::store::TokenRow, owner: &str) -> TokenView {
 }
 
 /// Mints a token for the signed-in person (a browser session only: a token cannot mint
-/// more tokens). Audited; the secret is in the answer and nowhere else.
+/// more tokens), while they hold fewer live ones than `auth.tokens_per_person`. Audited;
+/// the secret is in the answer and nowhere else.
 #[server(prefix = "/api", endpoint = "tokens/mint")]
 pub async fn mint_token(name: String, days: u32) -> Result<MintedToken, AppError> {
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
+    use crate::tokens::ssr::store::MintError;
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
     let form_post = crate::error::is_form_post();
@@ -63,12 +65,17 @@ pub async fn mint_token(name: String, days: u32) -> Result<MintedToken, AppError
     }
     let mut tx = state.pool.begin().await?;
     let (row, secret) = super::ssr::store::mint(
-        &mut *tx,
+        &mut tx,
         ctx.user.id,
         name,
         time::Duration::days(days.into()),
+        state.tokens_per_person,
     )
-    .await?;
+    .await
+    .map_err(|err| match err {
+        MintError::TooMany { limit } => responder.fail(AppError::TooManyTokens { limit }),
+        MintError::Database(err) => err.into(),
+    })?;
     let payload = serde_json::json!({"token_id": row.id, "name": row.name, "expires_at": view(&row, "").expires});
     crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_minted", None, &payload)
         .await?;

@@ -29,6 +29,7 @@ use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::child_environment::{DeclaredEnv, child_environment};
 use super::direct::{Direct, Listeners, Negotiated};
 
 /// The UI extension strad advertises at initialize (SEP-1724 key of MCP Apps).
@@ -48,6 +49,9 @@ pub struct HubSettings {
     /// console and every `/mcp` client session): without a bound, each client session
     /// would start processes of its own.
     pub stdio_children: usize,
+    /// The `env` each stdio server declares; the rest of strad's environment never reaches
+    /// one (`child_environment.rs`).
+    pub stdio_env: DeclaredEnv,
 }
 
 impl Default for HubSettings {
@@ -58,6 +62,7 @@ impl Default for HubSettings {
             response_limit: 16 * 1024 * 1024,
             direct_tool_calls: true,
             stdio_children: 4,
+            stdio_env: DeclaredEnv::default(),
         }
     }
 }
@@ -635,7 +640,12 @@ impl Hub {
             changes: self.changes.clone(),
         };
         let (service, direct) = self
-            .timed(connect(handler, endpoint, progress.clone()))
+            .timed(connect(
+                handler,
+                endpoint,
+                self.settings.stdio_env.of(slug),
+                progress.clone(),
+            ))
             .await
             .map_err(|_| {
                 McpError::Connect(format!(
@@ -708,10 +718,13 @@ pub(super) fn describe<E: std::fmt::Display + std::fmt::Debug + ?Sized>(err: &E)
     }
 }
 
-/// A connection's rmcp service, and for an HTTP server its direct calls.
+/// A connection's rmcp service, and for an HTTP server its direct calls. A stdio server
+/// starts with `stdio_env` and the little of strad's environment `child_environment` lets
+/// through.
 async fn connect(
     handler: Handler,
     endpoint: &Endpoint,
+    stdio_env: &[(String, String)],
     routes: ProgressRoutes,
 ) -> Result<(RunningService<RoleClient, Handler>, Option<Direct>), McpError> {
     let connect_error = |err: &dyn ConnectFailure| McpError::Connect(describe(err));
@@ -730,7 +743,10 @@ async fn connect(
                 .split_first()
                 .ok_or_else(|| McpError::Connect("empty command".into()))?;
             let mut cmd = tokio::process::Command::new(program);
-            cmd.args(args).kill_on_drop(true);
+            cmd.args(args)
+                .env_clear()
+                .envs(child_environment(|name| std::env::var_os(name), stdio_env))
+                .kill_on_drop(true);
             let (transport, _stderr) = TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::null())
                 .spawn()

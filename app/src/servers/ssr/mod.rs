@@ -1,5 +1,6 @@
 pub mod canonical;
 pub mod changes;
+pub mod child_environment;
 pub mod client;
 pub mod direct;
 pub mod discover;

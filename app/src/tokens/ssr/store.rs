@@ -4,7 +4,7 @@
 use base64::Engine;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use sqlx::{FromRow, PgExecutor};
+use sqlx::{FromRow, PgExecutor, Postgres, Transaction};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -43,12 +43,39 @@ pub fn hash(secret: &str) -> Vec<u8> {
     Sha256::digest(secret.as_bytes()).to_vec()
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum MintError {
+    #[error("the person already holds {limit} live tokens")]
+    TooMany { limit: u32 },
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// Mints a token unless its person already holds `limit` live ones (unrevoked, unexpired).
+/// The person's row is locked first, inside the caller's transaction, so two mints at once
+/// are counted one after the other and cannot both pass the limit. (`FOR NO KEY UPDATE`:
+/// it excludes another mint, not the rows of other tables that merely refer to the person.)
 pub async fn mint(
-    db: impl PgExecutor<'_>,
+    tx: &mut Transaction<'_, Postgres>,
     user_id: Uuid,
     name: &str,
     lifetime: time::Duration,
-) -> Result<(TokenRow, TokenSecret), sqlx::Error> {
+    limit: u32,
+) -> Result<(TokenRow, TokenSecret), MintError> {
+    sqlx::query("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    let live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM login_tokens
+         WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now()",
+    )
+    .bind(user_id)
+    .fetch_one(&mut **tx)
+    .await?;
+    if live >= i64::from(limit) {
+        return Err(MintError::TooMany { limit });
+    }
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     let secret = format!(
@@ -63,7 +90,7 @@ pub async fn mint(
     .bind(name)
     .bind(hash(&secret))
     .bind(lifetime)
-    .fetch_one(db)
+    .fetch_one(&mut **tx)
     .await?;
     Ok((row, TokenSecret(secret)))
 }
