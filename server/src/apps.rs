@@ -22,7 +22,7 @@ use tower_sessions::Session;
 
 use crate::prefetch;
 use crate::state::ServerState;
-use crate::tool_call::{CallError, Caller, ToolCall};
+use crate::tool_call::{CallError, Caller, ToolCall, upstream_failure};
 
 /// Largest tool-call body accepted from a page (SPEC §6 bridge byte limit).
 const CALL_BODY_LIMIT: usize = 256 * 1024;
@@ -654,7 +654,7 @@ pub async fn resources_read(
     if let Some(refused) = refuse_unless_json(&headers) {
         return refused;
     }
-    let (_ctx, server) = match entitled(&state, &session, &slug).await {
+    let (ctx, server) = match entitled(&state, &session, &slug).await {
         Ok(found) => found,
         Err(refused) => return refused,
     };
@@ -681,9 +681,13 @@ pub async fn resources_read(
                 &format!("The resource is not a valid app resource: {problem}"),
             ),
         },
-        Err(error) => refusal(
-            StatusCode::BAD_GATEWAY,
-            &format!("The server could not read it: {error}"),
-        ),
+        Err(error) => {
+            let what = format!("resources/read {}", body.uri);
+            let reference = upstream_failure(&slug, &what, ctx.user.id, &error.to_string());
+            refusal(
+                StatusCode::BAD_GATEWAY,
+                &format!("The server could not read it (reference {reference})."),
+            )
+        }
     }
 }

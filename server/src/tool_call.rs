@@ -150,6 +150,21 @@ impl Bursts {
     }
 }
 
+/// Logs a server's failure with its detail under a fresh reference, and returns the
+/// reference: all a page, a member or an MCP client is told of it.
+pub fn upstream_failure(slug: &str, what: &str, user: Uuid, detail: &str) -> String {
+    let reference = format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
+    tracing::warn!(
+        server.slug = %slug,
+        upstream.request = %what,
+        call.reference = %reference,
+        user.id = %user,
+        error.message = %detail,
+        "a request to an MCP server failed"
+    );
+    reference
+}
+
 impl ToolCall {
     /// Runs the call for `caller` on `server` (to which they are entitled), under
     /// `decision` (`Memos::decision` for this surface, slug and tool) and with upstream
@@ -250,15 +265,7 @@ impl ToolCall {
         event: &impl Fn(String, usize) -> writer::Event,
         detail: &str,
     ) -> CallError {
-        let reference = format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
-        tracing::warn!(
-            server.slug = %self.slug,
-            tool.name = %self.tool,
-            call.reference = %reference,
-            user.id = %caller.user_id,
-            error.message = %detail,
-            "a tool call failed upstream"
-        );
+        let reference = upstream_failure(&self.slug, &self.tool, caller.user_id, detail);
         let mut row = event(format!("error: {detail}"), 0);
         row.payload["reference"] = json!(reference);
         if let Err(error) = state.audit.append(row).await {
