@@ -45,9 +45,14 @@ async function signIn(page, strad, mcp) {
   registered.add(strad.baseURL);
 }
 
-/** Opens the hostile app with `query` and waits for its report. */
+/** Signs in, opens the hostile app with `query` and waits for its report. */
 async function attack(page, strad, mcp, query) {
   await signIn(page, strad, mcp);
+  return openHostile(page, query);
+}
+
+/** Opens the hostile app with `query` and waits for its report. */
+async function openHostile(page, query) {
   canary.hits.length = 0;
   const search = new URLSearchParams({ canary: canary.url, ...query });
   await page.goto(`/apps/${SLUG}?${search}`);
@@ -87,6 +92,53 @@ for (const target of ['//evil.example', '/\\evil.example', 'javascript:alert(1)'
     const { outcome, url } = await attack(page, strad, mcp, { attack: 'host-open', target });
     expect(outcome).toMatch(/^refused/);
     expect(page.url()).toBe(url);
+  });
+}
+
+/** Every address the console window itself is sent to, from now on. */
+function consoleNavigations(page) {
+  const urls = [];
+  page.on('request', (request) => {
+    if (request.isNavigationRequest() && request.frame() === page.mainFrame()) urls.push(request.url());
+  });
+  return urls;
+}
+
+/** Who this browser is signed in as, and whether it is a view-only token session. */
+async function me(page) {
+  const response = await page.request.post('/api/me', { form: {} });
+  expect(response.status()).toBe(200);
+  return response.json();
+}
+
+// A login token in the address would sign the person's browser in as the token's owner
+// (login CSRF): the host rebuilds the address without it. Here the token is the person's own,
+// so a breach shows as a view-only token session.
+test('host/open never carries a login token into the console\'s address', async ({ page, strad, mcp }) => {
+  await signIn(page, strad, mcp);
+  const minted = await (await page.request.post('/api/tokens/mint', { form: { name: 'planted', days: '1' } })).json();
+  const navigations = consoleNavigations(page);
+  const search = new URLSearchParams({ canary: canary.url, attack: 'host-open', target: `/?token=${minted.secret}` });
+  await page.goto(`/apps/${SLUG}?${search}`);
+  await page.waitForURL((url) => url.pathname === '/');
+  const leaked = navigations.filter((url) => [...new URL(url).searchParams.keys()].some((k) => k.toLowerCase() === 'token'));
+  expect(leaked).toEqual([]);
+  const person = await me(page);
+  expect(person.email).toBe('admin@localhost');
+  expect(person.token_session).toBe(false);
+});
+
+for (const target of ['/./auth/callback', '/apps/../auth/local', `/apps/${SLUG}/frame/x`]) {
+  test(`host/open resolves the path before refusing ${target}`, async ({ page, strad, mcp }) => {
+    await signIn(page, strad, mcp);
+    const navigations = consoleNavigations(page);
+    const { outcome, url } = await openHostile(page, { attack: 'host-open', target });
+    expect(outcome).toMatch(/^refused/);
+    expect(page.url()).toBe(url);
+    expect(navigations.map((u) => new URL(u).pathname)).toEqual([`/apps/${SLUG}`]);
+    const person = await me(page);
+    expect(person.email).toBe('admin@localhost');
+    expect(person.token_session).toBe(false);
   });
 }
 

@@ -119,6 +119,27 @@ async fn a_callback_in_another_browser_is_refused(pool: PgPool) {
 }
 
 #[sqlx::test(migrations = false)]
+async fn a_forged_callback_leaves_the_signed_in_person_signed_in(pool: PgPool) {
+    // A link to the callback from anywhere must not sign the person out, with or without a
+    // sign-in the link first started in their browser.
+    let (app, issuer) = spawn_app_with_issuer(pool, &[]).await;
+    let browser = app.new_browser();
+    assert_eq!(sign_in_as(&app, &issuer, &browser, "alice").await, "/");
+    let forged = app.url("/auth/callback?code=x&state=y");
+    assert_eq!(finish(&browser, &forged).await, "/sign-in?error=state");
+    assert!(is_signed_in(&app, &browser).await, "no sign-in in progress");
+
+    start_sign_in(&app, &browser).await;
+    assert_eq!(finish(&browser, &forged).await, "/sign-in?error=state");
+    assert!(is_signed_in(&app, &browser).await, "a sign-in in progress");
+    assert!(
+        home_page(&app, &browser)
+            .await
+            .contains("alice@example.com")
+    );
+}
+
+#[sqlx::test(migrations = false)]
 async fn a_replayed_callback_is_refused(pool: PgPool) {
     let (app, issuer) = spawn_app_with_issuer(pool, &[]).await;
     let browser = app.new_browser();

@@ -99,6 +99,33 @@ async fn a_token_in_the_url_starts_a_view_only_session_and_leaves_the_address(po
 }
 
 #[sqlx::test(migrations = false)]
+async fn a_token_link_never_redirects_off_the_console(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    sign_in_locally(&app, &app.client).await;
+    let (secret, _) = mint(&app, &app.client, "viewer").await;
+
+    // A browser reads `//evil.example/x` in a Location as another host.
+    let viewer = app.new_browser();
+    let response = viewer
+        .get(app.url(&format!("//evil.example/x?view=week&token={secret}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(location(&response), "/", "a good token");
+    assert!(is_signed_in(&app, &viewer).await);
+
+    let response = app
+        .client
+        .get(app.url("//evil.example/x?token=junk"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&response), "/", "a bad token, signed in");
+    assert!(is_signed_in(&app, &app.client).await);
+}
+
+#[sqlx::test(migrations = false)]
 async fn revoked_expired_unknown_and_cross_site_tokens_are_refused(pool: PgPool) {
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use app::auth::ssr::session::{PERSON_KEY, SessionPerson};
 use app::auth::ssr::users::VerifiedIdentity;
 use app::auth::{SignInError, safe_next_path};
 use axum::extract::{Query, State};
@@ -227,11 +228,22 @@ pub async fn callback(
             }
         }
         Err(error) => {
-            // A refused sign-in leaves nothing behind: the session row goes too.
-            let _ = session.flush().await;
+            // A refused sign-in leaves nothing behind: its pending sign-in is gone already,
+            // and a session with no one in it goes too. Someone signed in stays signed in,
+            // or a link to the callback from any site would sign them out.
+            if !is_signed_in(&session).await {
+                let _ = session.flush().await;
+            }
             refused(error).into_response()
         }
     }
+}
+
+async fn is_signed_in(session: &Session) -> bool {
+    session
+        .get::<SessionPerson>(PERSON_KEY)
+        .await
+        .is_ok_and(|person| person.is_some())
 }
 
 async fn verify_callback(

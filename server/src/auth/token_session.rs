@@ -3,8 +3,8 @@
 //! once (a redirect), so it never renders into a page or a Referer.
 
 use app::audit::ssr::writer::{self, Actor};
-use app::auth::SignInError;
 use app::auth::ssr::session::SessionKind;
+use app::auth::{SignInError, safe_next_path};
 use app::tokens::ssr::store;
 use axum::extract::{Request, State};
 use axum::http::Method;
@@ -36,10 +36,7 @@ pub async fn token_sign_in(
         tracing::warn!("a token link from another site was refused");
         return refused(SignInError::LoginToken).into_response();
     }
-    let target = match rest.as_str() {
-        "" => request.uri().path().to_owned(),
-        rest => format!("{}?{rest}", request.uri().path()),
-    };
+    let target = redirect_target(request.uri().path(), &rest);
     match start(&state, &session, &token).await {
         Ok(true) => Redirect::to(&target).into_response(),
         Ok(false) => {
@@ -93,6 +90,20 @@ async fn start(state: &ServerState, session: &Session, token: &str) -> anyhow::R
     Ok(true)
 }
 
+/// Where the browser goes once the token is out of the address: the same place, checked as
+/// sign-in's `next` is, since a request path such as `//evil.example/x` is another host once
+/// it is a `Location`. Anything else goes home.
+fn redirect_target(path: &str, rest: &str) -> String {
+    let target = match rest {
+        "" => path.to_owned(),
+        rest => format!("{path}?{rest}"),
+    };
+    match safe_next_path(&target) {
+        Some(_) => target,
+        None => "/".to_owned(),
+    }
+}
+
 /// The `token` parameter and the rest of the query, re-encoded; `None` without a token.
 fn split_token(query: &str) -> Option<(String, String)> {
     let mut token = None;
@@ -109,7 +120,22 @@ fn split_token(query: &str) -> Option<(String, String)> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_token;
+    use super::{redirect_target, split_token};
+
+    #[test]
+    fn the_redirect_stays_on_the_console() {
+        assert_eq!(redirect_target("/people", "view=week"), "/people?view=week");
+        assert_eq!(redirect_target("/", ""), "/");
+        for path in [
+            "//evil.example/x",
+            "///evil.example",
+            "/\\evil.example",
+            "/\\/evil.example",
+        ] {
+            assert_eq!(redirect_target(path, ""), "/", "{path:?}");
+            assert_eq!(redirect_target(path, "view=week"), "/", "{path:?}");
+        }
+    }
 
     #[test]
     fn the_token_is_taken_out_and_the_rest_kept() {
