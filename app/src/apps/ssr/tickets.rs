@@ -192,9 +192,16 @@ mod tests {
         for _ in 0..PER_PERSON {
             last = tickets.issue(alice, "s", "ui://s/a");
         }
-        assert_eq!(tickets.peek(&first, alice, "s"), None, "alice's oldest went");
+        assert_eq!(
+            tickets.peek(&first, alice, "s"),
+            None,
+            "alice's oldest went"
+        );
         assert!(tickets.peek(&last, alice, "s").is_some());
-        assert!(tickets.peek(&bobs, bob, "s").is_some(), "bob's is untouched");
+        assert!(
+            tickets.peek(&bobs, bob, "s").is_some(),
+            "bob's is untouched"
+        );
         let held = tickets.0.lock().unwrap();
         assert_eq!(held.by_person[&alice].len(), PER_PERSON);
     }
