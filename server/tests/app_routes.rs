@@ -521,7 +521,15 @@ async fn every_refused_call_is_refused_with_its_status_and_nothing_is_called(poo
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert_eq!(refused, 6, "refused calls are audited");
+    assert_eq!(refused, 5, "refused calls are audited");
+    // The token session's call never reached the call route: the write gate refused it,
+    // and audited that.
+    let gated: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'write_refused'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(gated, 1);
 }
 
 #[sqlx::test(migrations = false)]
@@ -903,8 +911,8 @@ async fn playground_calls_pass_the_same_checks_and_are_audited(pool: PgPool) {
     assert!(audited.iter().all(|(_, p)| p["surface"] == "playground"));
     assert_eq!(
         audited.len(),
-        4,
-        "run, app-only, unknown, token session: {outcomes:?}"
+        3,
+        "run, app-only, unknown (the token session's call is the write gate's): {outcomes:?}"
     );
 }
 

@@ -12,7 +12,7 @@ fn session_cookie(response: &reqwest::Response) -> Option<String> {
         .get_all(reqwest::header::SET_COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("strad_session="))
+        .find(|v| v.starts_with("strad_session=") || v.starts_with("__Host-strad_session="))
         .map(str::to_owned)
 }
 
