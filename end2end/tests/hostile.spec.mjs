@@ -106,7 +106,7 @@ function consoleNavigations(page) {
 
 /** Who this browser is signed in as, and whether it is a view-only token session. */
 async function me(page) {
-  const response = await page.request.post('/api/me', { form: {} });
+  const response = await page.request.get('/api/me');
   expect(response.status()).toBe(200);
   return response.json();
 }
