@@ -519,17 +519,7 @@ async fn call_tool(
         arguments: call.arguments.unwrap_or_default(),
         bytes_in: body.len(),
     };
-    let answered = call
-        .run(
-            state,
-            &caller_of(&ctx),
-            &server,
-            decision,
-            &state.app.hub,
-            None,
-            std::future::pending(),
-        )
-        .await;
+    let answered = from_console(state, &ctx, &server, decision, &call).await;
     match answered {
         Ok(answer) => (
             StatusCode::OK,
@@ -544,13 +534,30 @@ async fn call_tool(
     }
 }
 
-/// The caller of a console call.
-fn caller_of(ctx: &RequestContext) -> Caller {
-    Caller {
+/// `call` for the person of a console session, with the console's upstream sessions; it
+/// runs to its end whatever the page does (the handler is detached).
+async fn from_console(
+    state: &ServerState,
+    ctx: &RequestContext,
+    server: &app::servers::ssr::registry::ServerRow,
+    decision: app::entitlements::policy::Decision,
+    call: &ToolCall,
+) -> Result<app::servers::ssr::client::ToolAnswer, CallError> {
+    let caller = Caller {
         user_id: ctx.user.id,
         email: ctx.user.email.clone(),
         token_id: None,
-    }
+    };
+    call.run(
+        state,
+        &caller,
+        server,
+        decision,
+        &state.app.hub,
+        None,
+        std::future::pending(),
+    )
+    .await
 }
 
 /// A call that did not answer with a result, as the page reads it.
@@ -618,17 +625,7 @@ async fn run_opening_call(
         arguments: serde_json::Map::new(),
         bytes_in: 0,
     };
-    let answered = call
-        .run(
-            &state,
-            &caller_of(&ctx),
-            &server,
-            decision,
-            &state.app.hub,
-            None,
-            std::future::pending(),
-        )
-        .await;
+    let answered = from_console(&state, &ctx, &server, decision, &call).await;
     match answered {
         Ok(answer) => {
             Json(json!({"tool": tool, "arguments": {}, "result": answer.result})).into_response()
