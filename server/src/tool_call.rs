@@ -11,6 +11,7 @@ use app::audit::ssr::writer::{self, Actor};
 use app::entitlements::policy::{Decision, Refusal, Surface};
 use app::servers::ssr::canonical::{canonical_json, sha256_hex};
 use app::servers::ssr::client::{Hub, ProgressSink, ToolAnswer};
+use app::servers::ssr::failure::upstream_failure;
 use app::servers::ssr::registry::ServerRow;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
@@ -148,21 +149,6 @@ impl Bursts {
             held.remove(&person);
         }
     }
-}
-
-/// Logs a server's failure with its detail under a fresh reference, and returns the
-/// reference: all a page, a member or an MCP client is told of it.
-pub fn upstream_failure(slug: &str, what: &str, user: Uuid, detail: &str) -> String {
-    let reference = format!("{:012x}", rand::random::<u64>() & 0xffff_ffff_ffff);
-    tracing::warn!(
-        server.slug = %slug,
-        upstream.request = %what,
-        call.reference = %reference,
-        user.id = %user,
-        error.message = %detail,
-        "a request to an MCP server failed"
-    );
-    reference
 }
 
 impl ToolCall {

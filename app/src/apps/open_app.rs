@@ -129,7 +129,7 @@ pub async fn open_app(
                 Ok(pin) => pin,
                 Err(pins::PinError::Database(error)) => return Err(error.into()),
                 Err(other) => {
-                    view.status = AppStatus::Unavailable(other.to_string());
+                    view.status = AppStatus::Unavailable(other.for_person(&slug, ctx.user.id));
                     return Ok(view);
                 }
             }

@@ -47,6 +47,22 @@ pub enum PinError {
     Database(#[from] sqlx::Error),
 }
 
+impl PinError {
+    /// What the person is told when pinning `slug` failed: the app's own problem as it is,
+    /// an unreachable server by reference only (`failure::upstream_failure`).
+    pub fn for_person(&self, slug: &str, user: Uuid) -> String {
+        match self {
+            PinError::Unreachable(why) => {
+                let reference =
+                    crate::servers::ssr::failure::upstream_failure(slug, "pin", user, why);
+                format!("The server could not be reached (reference {reference}).")
+            }
+            PinError::Invalid(why) => format!("The app is not valid: {why}"),
+            PinError::Database(_) => "The app could not be pinned.".into(),
+        }
+    }
+}
+
 /// A pin's identity without its bytes: the digest, and the row's version (`xmin`, new on
 /// every write to the row).
 #[derive(Clone, Debug)]

@@ -5,6 +5,7 @@ pub mod client;
 pub mod direct;
 pub mod discover;
 pub mod discovery;
+pub mod failure;
 pub mod form;
 pub mod http;
 pub mod registry;

@@ -1,0 +1,180 @@
+//! The app surface's routes that are not pages (SPEC §6, §8), one job a file:
+//! - `frame.rs`: the frame, serving a person's pinned copy under its own CSP;
+//! - `frame_cache.rs`: pinned apps prepared for the frame, kept in memory;
+//! - `calls.rs`: the tool calls of an app's bridge, the playground and the opening call;
+//! - `resources.rs`: an app's `resources/read`.
+//!
+//! The JSON routes answer a refusal as `Refused`, the frame as `frame::Stopped`: each turns
+//! into its response, so a handler says `?`.
+
+mod calls;
+mod frame;
+mod frame_cache;
+mod resources;
+
+pub use frame_cache::FrameCache;
+
+use app::auth::ssr::context::RequestContext;
+use app::auth::ssr::session::SessionPerson;
+use app::auth::ssr::users;
+use app::entitlements::ssr::authorize;
+use app::error::AppError;
+use app::servers::ssr::registry::ServerRow;
+use axum::Json;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+use tower_sessions::Session;
+
+use crate::state::ServerState;
+use crate::tool_call::CallError;
+
+/// Largest tool-call body accepted from a page (SPEC §6 bridge byte limit).
+const CALL_BODY_LIMIT: usize = 256 * 1024;
+
+pub fn routes() -> Router<ServerState> {
+    let limited = || DefaultBodyLimit::max(CALL_BODY_LIMIT);
+    Router::new()
+        .route("/apps/{slug}/frame/{ticket}", get(frame::frame))
+        .route(
+            "/apps/{slug}/tools/call",
+            post(calls::tools_call).layer(limited()),
+        )
+        .route(
+            "/servers/{slug}/tools/call",
+            post(calls::playground_call).layer(limited()),
+        )
+        .route(
+            "/apps/{slug}/resources/read",
+            post(resources::resources_read).layer(limited()),
+        )
+        .route(
+            "/apps/{slug}/opening-call",
+            post(calls::opening_call).layer(limited()),
+        )
+}
+
+/// A JSON route's refusal, as a page reads it: `{"error": …}` under its status, never
+/// cached.
+#[derive(Debug)]
+pub enum Refused {
+    /// Signed in, entitled, allowed: the console's own answer.
+    App(AppError),
+    /// A tool call that did not answer with a result.
+    Call(CallError),
+    /// Anything else, said as it is.
+    Status(StatusCode, String),
+}
+
+impl From<AppError> for Refused {
+    fn from(error: AppError) -> Self {
+        Refused::App(error)
+    }
+}
+
+impl From<sqlx::Error> for Refused {
+    fn from(error: sqlx::Error) -> Self {
+        Refused::App(error.into())
+    }
+}
+
+impl From<CallError> for Refused {
+    fn from(error: CallError) -> Self {
+        Refused::Call(error)
+    }
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let (status, message) = match &self {
+            Refused::App(error) => (status_of(error), error.to_string()),
+            Refused::Call(error) => (error.status(), error.message()),
+            Refused::Status(status, message) => (*status, message.clone()),
+        };
+        let mut response = (status, Json(json!({"error": message}))).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if matches!(self, Refused::Call(CallError::TooMany)) {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+fn status_of(error: &AppError) -> StatusCode {
+    StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// The first lines of every JSON app route: signed in (401), entitled to `slug` (403, alike
+/// for a slug that does not exist).
+async fn entitled(
+    state: &ServerState,
+    session: &Session,
+    slug: &str,
+) -> Result<(RequestContext, ServerRow), Refused> {
+    let pool = &state.app.pool;
+    let ctx = RequestContext::from_session(pool, session)
+        .await?
+        .ok_or(AppError::Unauthorized)?;
+    let server = authorize::entitled_server(pool, &ctx, slug).await?;
+    Ok((ctx, server))
+}
+
+/// The request context of the session's person from their row as just read; a person who
+/// no longer exists is signed out (their session cleared).
+async fn person_context(
+    session: &Session,
+    person: SessionPerson,
+    user: Result<Option<(users::UserRow, Vec<app::auth::Role>)>, sqlx::Error>,
+) -> Result<RequestContext, AppError> {
+    match user {
+        Ok(Some((user, roles))) => Ok(RequestContext {
+            user,
+            roles,
+            session_kind: person.kind,
+        }),
+        Ok(None) => {
+            let _ = session.flush().await;
+            Err(AppError::Unauthorized)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// A cross-site form cannot send `application/json`: it is required of every call from a
+/// page (the write gate has already refused any request not from the console).
+fn require_json(headers: &HeaderMap) -> Result<(), Refused> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if json {
+        Ok(())
+    } else {
+        Err(Refused::Status(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Send application/json.".into(),
+        ))
+    }
+}
+
+/// Runs a route's handler in a task of its own, so that a client going away in the middle
+/// (which drops the handler) leaves a tool call to finish and be audited.
+async fn detached(
+    handler: impl Future<Output = Result<Response, Refused>> + Send + 'static,
+) -> Response {
+    match tokio::spawn(handler).await {
+        Ok(answered) => answered.unwrap_or_else(IntoResponse::into_response),
+        Err(error) => {
+            tracing::error!(error.message = %error, "a tool call's task failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
