@@ -173,15 +173,35 @@ async fn every_write_from_a_token_session_is_refused_and_changes_nothing(pool: P
 #[sqlx::test(migrations = false)]
 async fn a_token_session_sees_the_console_but_pins_nothing(pool: PgPool) {
     let app = spawn_app(pool).await;
-    let (_admin, viewer, _) = admin_and_viewer(&app).await;
+    let (admin, viewer, _) = admin_and_viewer(&app).await;
+    // A live app server, so that an open that pins would succeed.
+    let server = support::mcp::TestServer::start().await;
+    register_server(&app, &admin, "widget", &server.url, true).await;
+    let granted = server_fn(
+        &app,
+        &admin,
+        "entitlements/grant",
+        &[("slug", "widget"), ("grantee", "admin@localhost")],
+    )
+    .await;
+    assert!(granted.status().is_success());
+    app.caught_up().await;
     let before = everything(&app.pool).await;
-    for path in ["/", "/tokens", "/servers/clock", "/apps/clock", "/audit"] {
+    for path in ["/", "/tokens", "/servers/widget", "/apps/widget", "/audit"] {
         let status = viewer.get(app.url(path)).send().await.unwrap().status();
         assert!(status.is_success(), "GET {path}: {status}");
     }
-    let listed = server_fn(&app, &viewer, "playground/tools", &[("slug", "clock")]).await;
+    let listed = server_fn(&app, &viewer, "playground/tools", &[("slug", "widget")]).await;
     assert_eq!(listed.status(), 200);
-    assert_eq!(everything(&app.pool).await, before);
+    assert_eq!(everything(&app.pool).await, before, "no pin, no change");
+    // The admin's own browser session pins on first open, as it should.
+    let page = admin.get(app.url("/apps/widget")).send().await.unwrap();
+    assert!(page.status().is_success());
+    let pins: i64 = sqlx::query_scalar("SELECT count(*) FROM pins")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(pins, 1);
 }
 
 #[sqlx::test(migrations = false)]
