@@ -5,6 +5,9 @@
 
 use serde_json::{Map, Value};
 
+pub use super::host_actions::DownloadItem;
+use super::host_actions::download_items;
+
 /// Largest message accepted, as JSON text (SPEC §6 default).
 pub const BYTE_LIMIT: usize = 256 * 1024;
 /// Deepest nesting accepted; real MCP Apps traffic stays well below it.
@@ -36,7 +39,10 @@ pub enum OpenTarget {
 /// A request the host knows (view → host).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
-    Initialize,
+    /// `ui/initialize`, with the display modes the app says it supports (empty: unsaid).
+    Initialize {
+        display_modes: Vec<String>,
+    },
     Ping,
     OpenLink {
         url: String,
@@ -44,6 +50,9 @@ pub enum Request {
     ToolsCall {
         name: String,
         arguments: Map<String, Value>,
+        /// `_meta.progressToken`: the host keeps the request alive with progress while a
+        /// person decides on it (the SDK resets its timeout on each).
+        progress_token: Option<Value>,
     },
     ResourcesRead {
         uri: String,
@@ -54,6 +63,12 @@ pub enum Request {
     HostOpen(OpenTarget),
     HostResize {
         height: f64,
+    },
+    /// `ui/download-file`: files the person is asked to save.
+    DownloadFile(Vec<DownloadItem>),
+    /// `x-strad/clipboard-write`: text the person is asked to copy.
+    ClipboardWrite {
+        text: String,
     },
     /// `ui/message`, `ui/update-model-context`, `sampling/createMessage`: strad has no model.
     NotSupported(String),
@@ -71,6 +86,9 @@ pub enum Notification {
     },
     Log {
         level: String,
+        logger: Option<String>,
+        /// The message's `data`, as JSON text, cut to `LOG_DATA_LIMIT` bytes.
+        data: String,
     },
     Search {
         search: String,
@@ -183,7 +201,9 @@ fn number(params: &Map<String, Value>, key: &str) -> Option<f64> {
 
 fn request(method: &str, params: &Map<String, Value>) -> Result<Request, &'static str> {
     Ok(match method {
-        "ui/initialize" => Request::Initialize,
+        "ui/initialize" => Request::Initialize {
+            display_modes: display_modes(params),
+        },
         "ping" => Request::Ping,
         "ui/open-link" => Request::OpenLink {
             url: text(params, "url", 8192).ok_or("url must be a string")?,
@@ -195,6 +215,13 @@ fn request(method: &str, params: &Map<String, Value>) -> Result<Request, &'stati
                 Some(Value::Object(arguments)) => arguments.clone(),
                 Some(_) => return Err("arguments must be an object"),
             },
+            progress_token: params
+                .get("_meta")
+                .and_then(|meta| meta.get("progressToken"))
+                .filter(|token| {
+                    token.as_i64().is_some() || token.as_str().is_some_and(|t| t.len() <= 256)
+                })
+                .cloned(),
         },
         "resources/read" => Request::ResourcesRead {
             uri: text(params, "uri", 2048).ok_or("uri must be a string")?,
@@ -209,6 +236,10 @@ fn request(method: &str, params: &Map<String, Value>) -> Result<Request, &'stati
         },
         "host/resize" => Request::HostResize {
             height: number(params, "height").ok_or("height must be a number")?,
+        },
+        "ui/download-file" => Request::DownloadFile(download_items(params)?),
+        "x-strad/clipboard-write" => Request::ClipboardWrite {
+            text: text(params, "text", BYTE_LIMIT).ok_or("text must be a string")?,
         },
         "ui/message" | "ui/update-model-context" | "sampling/createMessage" => {
             Request::NotSupported(method.to_owned())
@@ -226,6 +257,8 @@ fn notification(method: &str, params: &Map<String, Value>) -> Result<Notificatio
         },
         "notifications/message" | "ui/log" => Notification::Log {
             level: text(params, "level", 32).unwrap_or_else(|| "info".into()),
+            logger: text(params, "logger", 128),
+            data: log_data(params.get("data")),
         },
         "x-strad/search" => Notification::Search {
             search: text(params, "search", 8192).ok_or("search must be a string")?,
@@ -236,6 +269,42 @@ fn notification(method: &str, params: &Map<String, Value>) -> Result<Notificatio
         },
         other => Notification::Other(other.to_owned()),
     })
+}
+
+/// The bytes of a logged message's `data` kept (as JSON text).
+pub const LOG_DATA_LIMIT: usize = 2048;
+
+fn log_data(data: Option<&Value>) -> String {
+    let text = match data {
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    if text.len() <= LOG_DATA_LIMIT {
+        return text;
+    }
+    let mut end = LOG_DATA_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn display_modes(params: &Map<String, Value>) -> Vec<String> {
+    params
+        .get("appCapabilities")
+        .and_then(|c| c.get("availableDisplayModes"))
+        .and_then(Value::as_array)
+        .map(|modes| {
+            modes
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|m| m.len() <= 32)
+                .take(8)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn depth(value: &Value) -> usize {
@@ -280,7 +349,9 @@ mod tests {
             req(init).unwrap(),
             Incoming::Request {
                 id: Id::Number(0),
-                request: Request::Initialize
+                request: Request::Initialize {
+                    display_modes: vec![]
+                }
             }
         );
         let initialized = r#"{"jsonrpc":"2.0","method":"ui/notifications/initialized"}"#;

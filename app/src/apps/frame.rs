@@ -5,6 +5,10 @@ use leptos::html::Iframe;
 use leptos::prelude::*;
 use serde_json::Value;
 
+use crate::apps::app_inspect::AppInspect;
+use crate::apps::approval_panel::ApprovalPanel;
+use crate::apps::host_view::{Choice, DisplayMode, HostView};
+use crate::apps::island_actions::IslandActions;
 use crate::apps::{AppView, RefreshPin};
 use crate::shell::protected::encode_component;
 
@@ -140,11 +144,31 @@ pub fn AppFrame(
     let src = format!("{base}?uri={}", encode_component(&uri));
     let frame: NodeRef<Iframe> = NodeRef::new();
     let phase = RwSignal::new(Phase::Loading);
+    let host = HostView::new();
+    // The host's controls reach the bridge through these (it exists once hydrated).
+    #[cfg(feature = "hydrate")]
+    let held: StoredValue<Option<crate::apps::bridge::Bridge>, LocalStorage> =
+        StoredValue::new_local(None);
+    let with_bridge = move |act: &dyn Fn(&dyn BridgeControls)| {
+        #[cfg(feature = "hydrate")]
+        held.with_value(|bridge| {
+            if let Some(bridge) = bridge {
+                act(bridge);
+            }
+        });
+        #[cfg(not(feature = "hydrate"))]
+        let _ = act;
+    };
+    let decide = Callback::new(move |(id, choice): (u64, Choice)| {
+        with_bridge(&|b| b.decide(id, choice));
+    });
+    let press = Callback::new(move |index: usize| with_bridge(&|b| b.press(index)));
+    let leave_fullscreen = move |_| with_bridge(&|b| b.set_display_mode(DisplayMode::Inline));
     #[cfg(not(feature = "hydrate"))]
     let _ = (&opening, &handle);
     #[cfg(feature = "hydrate")]
     {
-        use crate::apps::bridge::{self, Event};
+        use crate::apps::bridge::{self, AppIdentity, Event};
         let opening_tool = app.declaring_tool.clone();
         let opening = match opening {
             Opening::Call if app.opens_with_call && opening_tool.is_some() => {
@@ -154,6 +178,7 @@ pub fn AppFrame(
             _ => bridge::Opening::Nothing,
         };
         let (slug, uri) = (app.slug.clone(), uri.clone());
+        let (server_name, link_hosts) = (app.display_name.clone(), app.link_hosts.clone());
         let src = {
             let location = web_sys::window().map(|w| w.location());
             let search = location
@@ -174,10 +199,16 @@ pub fn AppFrame(
             let Some(element) = frame.get() else { return };
             // The bridge listens before the frame's document exists, so the page's first
             // message (`ui/initialize`) cannot be missed.
+            let identity = AppIdentity {
+                slug: slug.clone(),
+                server_name: server_name.clone(),
+                uri: uri.clone(),
+                link_hosts: link_hosts.clone(),
+            };
             let bridge = bridge::start(
                 element.clone(),
-                slug.clone(),
-                uri.clone(),
+                identity,
+                host,
                 opening.clone(),
                 move |event| match event {
                     Event::Loaded => {
@@ -205,10 +236,12 @@ pub fn AppFrame(
             if let Some(handle) = &handle {
                 handle.hold(bridge.clone());
             }
+            held.set_value(Some(bridge.clone()));
             leave_through_teardown(bridge, navigate.clone());
         });
     }
     let digest = app.digest.clone().unwrap_or_default();
+    let fullscreen_title = format!("{} — full screen", app.display_name);
     view! {
         <div class="app-bar" role="region" aria-label="App">
             <span>"App " <code>{uri.clone()}</code></span>
@@ -220,14 +253,49 @@ pub fn AppFrame(
         </div>
         <noscript><p class="notice">"Apps need JavaScript: the console relays their messages."</p></noscript>
         <AppStatusLine phase />
-        <iframe
-            node_ref=frame
-            class="app-frame"
-            title=format!("{} app", app.display_name)
-            data-src=src
-            sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
-            referrerpolicy="no-referrer"
-        ></iframe>
+        <ApprovalPanel view=host decide />
+        <div
+            class="app-area"
+            data-display-mode=move || host.display_mode.get().as_str()
+            prop:inert=move || host.prompts.with(|p| !p.is_empty())
+        >
+            {move || (host.display_mode.get() == DisplayMode::Fullscreen).then(|| view! {
+                <div class="app-fullscreen-bar">
+                    <span>{fullscreen_title.clone()}</span>
+                    <button type="button" on:click=leave_fullscreen>"Exit full screen"</button>
+                </div>
+            })}
+            <iframe
+                node_ref=frame
+                class="app-frame"
+                title=format!("{} app", app.display_name)
+                data-src=src
+                sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
+                referrerpolicy="no-referrer"
+            ></iframe>
+        </div>
+        <IslandActions view=host server=app.display_name.clone() press />
+        <AppInspect view=host />
+    }
+}
+
+/// What the host's own controls ask of the bridge.
+trait BridgeControls {
+    fn decide(&self, id: u64, choice: Choice);
+    fn press(&self, index: usize);
+    fn set_display_mode(&self, mode: DisplayMode);
+}
+
+#[cfg(feature = "hydrate")]
+impl BridgeControls for crate::apps::bridge::Bridge {
+    fn decide(&self, id: u64, choice: Choice) {
+        crate::apps::bridge::Bridge::decide(self, id, choice);
+    }
+    fn press(&self, index: usize) {
+        crate::apps::bridge::Bridge::press(self, index);
+    }
+    fn set_display_mode(&self, mode: DisplayMode) {
+        crate::apps::bridge::Bridge::set_display_mode(self, mode);
     }
 }
 
