@@ -129,7 +129,7 @@ pub fn download_items(params: &Map<String, Value>) -> Result<Vec<DownloadItem>, 
 }
 
 fn is_base64(text: &str) -> bool {
-    text.len() % 4 == 0
+    text.len().is_multiple_of(4)
         && text
             .trim_end_matches('=')
             .bytes()

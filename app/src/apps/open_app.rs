@@ -170,10 +170,10 @@ pub async fn open_app(
 pub fn RefreshPin(app: AppView) -> impl IntoView {
     let refresh = ServerAction::<OpenApp>::new();
     Effect::new(move || {
-        if let Some(Ok(_)) = refresh.value().get() {
-            if let Some(window) = web_sys::window() {
-                let _ = window.location().reload();
-            }
+        if let Some(Ok(_)) = refresh.value().get()
+            && let Some(window) = web_sys::window()
+        {
+            let _ = window.location().reload();
         }
     });
     view! {

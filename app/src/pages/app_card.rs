@@ -46,7 +46,7 @@ pub fn AppCard(
     #[cfg(feature = "hydrate")]
     {
         let refresh_pin = refresh_pin.clone();
-        Effect::new(move || refresh_pin());
+        Effect::new(refresh_pin);
     }
 
     let open = {

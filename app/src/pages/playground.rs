@@ -276,7 +276,7 @@ fn FieldView(
     let help = described.map(|d| view! { <span class="help">{d}</span> });
     let error = view! { <FieldError problems pointer=pointer.clone() /> };
     let mark = required.then_some(view! { <span class="required" aria-hidden="true">" *"</span> });
-    let body = match field.kind.clone() {
+    match field.kind.clone() {
         Kind::Text {
             min_length,
             max_length,
@@ -522,8 +522,7 @@ fn FieldView(
                 {error}
             }.into_any()
         }
-    };
-    body
+    }
 }
 
 /// What a new list item starts as when its schema gives no default.

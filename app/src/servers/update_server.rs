@@ -1,3 +1,7 @@
+// The form's fields are the server function's arguments, one each; the macro's generated
+// client function carries them all.
+#![allow(clippy::too_many_arguments)]
+
 use leptos::prelude::*;
 
 use crate::error::AppError;

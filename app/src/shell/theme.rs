@@ -87,10 +87,10 @@ pub fn ThemeToggle() -> impl IntoView {
 
 fn theme_in_effect() -> Theme {
     let root = document().document_element();
-    if let Some(theme) = root.and_then(|el| el.get_attribute("data-theme")) {
-        if let Some(theme) = Theme::parse(&theme) {
-            return theme;
-        }
+    if let Some(theme) = root.and_then(|el| el.get_attribute("data-theme"))
+        && let Some(theme) = Theme::parse(&theme)
+    {
+        return theme;
     }
     let prefers_dark = window()
         .match_media("(prefers-color-scheme: dark)")

@@ -129,8 +129,10 @@ struct Session {
     prompts: prompts::Pending,
     theme_observer: Option<web_sys::MutationObserver>,
     /// The host page's listeners, removed when the session ends.
-    listeners: Vec<(&'static str, Closure<dyn FnMut(web_sys::Event)>)>,
+    listeners: Vec<(&'static str, Listener)>,
 }
+
+type Listener = Closure<dyn FnMut(web_sys::Event)>;
 
 type Shared = Rc<RefCell<Session>>;
 
