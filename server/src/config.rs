@@ -41,6 +41,15 @@ pub struct Config {
     /// Whether a tool call's answer waits for its audit row to reach the disk, or only for
     /// its commit (`writer::Flush`).
     pub audit_calls_flush: app::audit::ssr::writer::Flush,
+    pub approvals: ApprovalsConfig,
+}
+
+#[derive(Clone, Debug)]
+pub struct ApprovalsConfig {
+    /// The key approvals are signed with (SPEC §8), at least 32 bytes; `None` uses the one
+    /// kept in the database, made at first start and shared by every instance on it.
+    /// Whoever holds it can approve any call for anyone: redacted in `Debug`, never sent.
+    pub secret: Option<Secret>,
 }
 
 #[derive(Clone, Debug)]
@@ -229,6 +238,7 @@ const S_MCP_SESSIONS_MAX: &str = "STRAD_MCP_SESSIONS_MAX (mcp.sessions_max)";
 const S_TOOL_CALLS: &str = "STRAD_UPSTREAM_TOOL_CALLS (discovery.tool_calls)";
 const S_STDIO_CHILDREN: &str = "STRAD_STDIO_CHILDREN_MAX (discovery.stdio_children_max)";
 const S_AUDIT_FLUSH: &str = "STRAD_AUDIT_TOOL_CALLS_FLUSH (audit.tool_calls_flush)";
+const S_APPROVAL_SECRET: &str = "STRAD_APPROVAL_SECRET (approvals.secret)";
 
 /// The optional file. Every key is optional; unknown keys are an error so a typo does not
 /// silently fall back to a default.
@@ -252,6 +262,8 @@ struct FileConfig {
     #[serde(default)]
     calls: FileCalls,
     #[serde(default)]
+    approvals: FileApprovals,
+    #[serde(default)]
     servers: Vec<FileServer>,
 }
 
@@ -259,6 +271,12 @@ struct FileConfig {
 #[serde(deny_unknown_fields)]
 struct FileAudit {
     tool_calls_flush: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileApprovals {
+    secret: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -681,6 +699,13 @@ impl Config {
                 ));
             }
         };
+        let approval_secret = var("STRAD_APPROVAL_SECRET").or(file.approvals.secret);
+        if approval_secret
+            .as_ref()
+            .is_some_and(|s| s.len() < app::apps::ssr::approvals::SECRET_MIN_BYTES)
+        {
+            return Err(bad(S_APPROVAL_SECRET, "must be at least 32 bytes"));
+        }
         let discovery = DiscoveryConfig {
             direct_tool_calls,
             stdio_children_max: stdio_children_max as usize,
@@ -710,6 +735,9 @@ impl Config {
             calls_per_second,
             servers,
             audit_calls_flush,
+            approvals: ApprovalsConfig {
+                secret: approval_secret.map(Secret::new),
+            },
             http: HttpConfig { bind, public_url },
             database: DatabaseConfig {
                 url: Secret::new(database_url),
@@ -1177,11 +1205,35 @@ mod tests {
     fn secrets_never_appear_in_debug_output() {
         let mut pairs = oidc_env();
         pairs.push(("DATABASE_URL", "postgres://strad:hunter2@db.internal/strad"));
+        pairs.push(("STRAD_APPROVAL_SECRET", "approve-anything-0123456789abcdef"));
         let config = Config::from_sources(None, &env(&pairs)).unwrap();
         let printed = format!("{config:?}");
         assert!(!printed.contains("s3cret"), "{printed}");
         assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(!printed.contains("approve-anything"), "{printed}");
         assert!(printed.contains("redacted"));
+    }
+
+    #[test]
+    fn an_approval_secret_is_optional_and_at_least_32_bytes() {
+        let secret = |file: Option<&str>, pairs: &[(&str, &str)]| {
+            Config::from_sources(file, &env(pairs))
+                .map(|c| c.approvals.secret.map(|s| s.expose().to_owned()))
+        };
+        assert_eq!(secret(None, &[]), Ok(None));
+        let long = "x".repeat(32);
+        let told = [("STRAD_APPROVAL_SECRET", long.as_str())];
+        assert_eq!(secret(None, &told), Ok(Some(long.clone())));
+        let file = format!("[approvals]\nsecret = \"{}\"\n", "y".repeat(40));
+        assert_eq!(secret(Some(&file), &[]), Ok(Some("y".repeat(40))));
+        assert_eq!(
+            secret(Some(&file), &told),
+            Ok(Some(long)),
+            "the environment wins"
+        );
+        let short = "x".repeat(31);
+        let err = secret(None, &[("STRAD_APPROVAL_SECRET", short.as_str())]).unwrap_err();
+        assert_eq!(err.setting, S_APPROVAL_SECRET);
     }
 
     #[test]

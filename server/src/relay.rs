@@ -61,6 +61,7 @@ impl Caller {
             user_id: self.ctx.user.id,
             email: self.ctx.user.email.clone(),
             token_id: Some(self.token_id),
+            session_binding: None,
         }
     }
 }
@@ -413,6 +414,7 @@ impl Relay {
             tool: tool.to_owned(),
             arguments: request.arguments.unwrap_or_default(),
             bytes_in: 0,
+            approval: None,
         };
         let answered = call
             .run(

@@ -4,6 +4,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use app::apps::ssr::approval_store;
+use app::apps::ssr::approvals::ApprovalSecret;
 use app::servers::ssr::client::{Hub, HubSettings};
 use app::state::{AppState, SignInMode};
 use app::{App, shell};
@@ -73,6 +75,11 @@ impl Application {
     ) -> anyhow::Result<Self> {
         db::migrate(&pool).await?;
         let config = Arc::new(config);
+        let approval_secret = match &config.approvals.secret {
+            Some(secret) => ApprovalSecret::new(secret.expose().as_bytes().to_vec())
+                .ok_or_else(|| anyhow::anyhow!("the approval secret is too short"))?,
+            None => approval_store::shared_secret(&pool).await?,
+        };
         let oidc = match &config.auth.oidc {
             Some(oidc_config) => {
                 let oidc = Oidc::new(oidc_config.clone(), &config.http.public_url)?;
@@ -140,6 +147,7 @@ impl Application {
             hints: Arc::default(),
             memos: memos.clone(),
             audit: app::audit::ssr::writer::Appender::spawn(pool.clone(), config.audit_calls_flush),
+            approval_secret: Arc::new(approval_secret),
             call_rates: Arc::new(crate::relay::RateLimits::new(config.calls_per_second)),
             call_bursts: Arc::default(),
             mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),

@@ -37,6 +37,8 @@ pub struct ServerState {
     pub memos: Arc<crate::memo::Memos>,
     /// Audit rows of tool calls, written together when they arrive together.
     pub audit: app::audit::ssr::writer::Appender,
+    /// The key approvals of writing tools are signed with (SPEC §8). Never sent to a page.
+    pub approval_secret: Arc<app::apps::ssr::approvals::ApprovalSecret>,
 }
 
 impl FromRef<ServerState> for LeptosOptions {

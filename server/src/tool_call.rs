@@ -1,12 +1,15 @@
 //! A tool call, from whichever surface (SPEC §5, §8, §9): an app's bridge, the playground,
 //! the host's opening call, an MCP client on `/mcp`. Every surface decides and records a call
 //! here, and nowhere else: the policy decision with the capability ceiling and the
-//! token-session rule, the person's rate, the upstream call, the audit row, and what the
-//! caller is told. The routes only read the request and shape the answer.
+//! token-session rule, the approval an `ask` decision waits for, the person's rate, the
+//! upstream call, the audit row, and what the caller is told. The routes only read the
+//! request and shape the answer.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use app::apps::ssr::approval_store::{self, Spent};
+use app::apps::ssr::approvals::{ApprovalEvent, Binding, Unverified, Verified, verify_at};
 use app::audit::ssr::writer::{self, Actor};
 use app::entitlements::policy::{Decision, Refusal, Surface};
 use app::servers::ssr::canonical::{canonical_json, sha256_hex};
@@ -25,6 +28,9 @@ pub struct Caller {
     pub user_id: Uuid,
     pub email: String,
     pub token_id: Option<Uuid>,
+    /// `approvals::session_binding` of the browser session calling, which an approval must
+    /// have been minted in (SPEC §8); `None` on `/mcp`, where nothing is asked.
+    pub session_binding: Option<String>,
 }
 
 impl Caller {
@@ -41,6 +47,8 @@ pub struct ToolCall {
     pub arguments: Map<String, Value>,
     /// The size of the request that carried it, for the audit row.
     pub bytes_in: usize,
+    /// The person's approval of this very call, when its decision is `Ask` (SPEC §8).
+    pub approval: Option<String>,
 }
 
 /// Why a call did not answer with the server's result. `message` is what the caller may
@@ -50,6 +58,9 @@ pub struct ToolCall {
 pub enum CallError {
     /// The decision refused it (403).
     Refused(String),
+    /// A writing tool under `ask`, called without an approval: the host asks the person
+    /// (428), and nothing runs until they approve.
+    NeedsApproval,
     /// The person called faster than their rate (429, retry after a second).
     TooMany,
     /// The call ran, but its audit row could not be committed: its result is withheld (503).
@@ -64,6 +75,7 @@ impl CallError {
     pub fn status(&self) -> StatusCode {
         match self {
             CallError::Refused(_) => StatusCode::FORBIDDEN,
+            CallError::NeedsApproval => StatusCode::PRECONDITION_REQUIRED,
             CallError::TooMany => StatusCode::TOO_MANY_REQUESTS,
             CallError::NotRecorded => StatusCode::SERVICE_UNAVAILABLE,
             CallError::Upstream { .. } => StatusCode::BAD_GATEWAY,
@@ -74,6 +86,7 @@ impl CallError {
     pub fn message(&self) -> String {
         match self {
             CallError::Refused(message) => message.clone(),
+            CallError::NeedsApproval => refusal_message(Surface::App, Decision::Ask),
             CallError::TooMany => "Too many tool calls at once; slow down.".into(),
             CallError::NotRecorded => "The call could not be recorded.".into(),
             CallError::Upstream { reference } => {
@@ -93,9 +106,7 @@ pub fn refusal_message(surface: Surface, decision: Decision) -> String {
     };
     match (decision, surface) {
         (Decision::Run, _) => String::new(),
-        (Decision::Ask, _) => {
-            "This tool changes things; approving it from an app is not available yet.".into()
-        }
+        (Decision::Ask, _) => "This tool changes things: approve it in the console.".into(),
         (Decision::Refuse(Refusal::TokenSession), _) => {
             "A session opened with a login token cannot call tools.".into()
         }
@@ -122,6 +133,38 @@ pub fn refusal_message(surface: Surface, decision: Decision) -> String {
             "This tool changes things, and this server's policy refuses such calls from apps."
                 .into()
         }
+    }
+}
+
+/// Why an approval let nothing run (403 each, SPEC §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ApprovalRefused {
+    /// Malformed, forged, or minted for another call, person or browser session.
+    DoesNotMatch,
+    Expired,
+    /// Spent by an earlier call (a replay, or a second tab).
+    AlreadyUsed,
+}
+
+impl ApprovalRefused {
+    /// The outcome of the refused call's audit row.
+    fn outcome(self) -> &'static str {
+        match self {
+            ApprovalRefused::DoesNotMatch => "refused: approval does not match",
+            ApprovalRefused::Expired => "refused: approval expired",
+            ApprovalRefused::AlreadyUsed => "refused: approval already used",
+        }
+    }
+
+    fn error(self) -> CallError {
+        CallError::Refused(
+            match self {
+                ApprovalRefused::DoesNotMatch => "This approval does not match this call.",
+                ApprovalRefused::Expired => "This approval has expired; approve the call again.",
+                ApprovalRefused::AlreadyUsed => "This approval was already used.",
+            }
+            .into(),
+        )
     }
 }
 
@@ -183,16 +226,15 @@ impl ToolCall {
                 payload,
             }
         };
-        if decision != Decision::Run {
-            if let Err(error) = state
-                .audit
-                .append(event(format!("refused: {decision:?}"), 0))
-                .await
-            {
-                tracing::error!(error.message = %error, "could not audit a refused call");
+        let approval = match decision {
+            Decision::Run => None,
+            Decision::Ask => Some(self.approved(state, caller, &digest, &event).await?),
+            Decision::Refuse(_) => {
+                let refused = event(format!("refused: {decision:?}"), 0);
+                refuse(state, refused).await;
+                return Err(CallError::Refused(refusal_message(self.surface, decision)));
             }
-            return Err(CallError::Refused(refusal_message(self.surface, decision)));
-        }
+        };
         // `/mcp` has its own request rate, per person, in front of everything it answers.
         if self.surface != Surface::McpClient {
             if !state.call_rates.allow(caller.user_id) {
@@ -205,6 +247,12 @@ impl ToolCall {
                 return Err(CallError::TooMany);
             }
             state.call_bursts.ends(caller.user_id);
+        }
+        // Spent only once the call is sure to be made, so a call refused for its rate
+        // leaves the approval for the retry.
+        if let Some(approval) = approval {
+            self.spend(state, caller, &digest, &approval, &event)
+                .await?;
         }
         let Some(endpoint) = server.endpoint() else {
             return Err(self
@@ -242,6 +290,87 @@ impl ToolCall {
         }
     }
 
+    /// The person's approval of this call, when its decision is `Ask`: verified against the
+    /// call as asked (person, browser session, slug, tool, arguments), or nothing runs and
+    /// the refused call's row says why.
+    async fn approved(
+        &self,
+        state: &ServerState,
+        caller: &Caller,
+        digest: &str,
+        event: &impl Fn(String, usize) -> writer::Event,
+    ) -> Result<Verified, CallError> {
+        let Some(token) = &self.approval else {
+            refuse(state, event("refused: awaiting approval".into(), 0)).await;
+            return Err(CallError::NeedsApproval);
+        };
+        // Only a browser session approves; a caller without one matches no approval.
+        let verified = match &caller.session_binding {
+            None => Err(Unverified::Mismatch),
+            Some(session) => {
+                let binding = Binding {
+                    person: caller.user_id,
+                    session: session.clone(),
+                    slug: self.slug.clone(),
+                    tool: self.tool.clone(),
+                    arguments_sha256: digest.to_owned(),
+                };
+                verify_at(&state.approval_secret, token, &binding, unix_now())
+            }
+        };
+        let refused = match verified {
+            Ok(verified) => return Ok(verified),
+            Err(Unverified::Malformed | Unverified::Mismatch) => ApprovalRefused::DoesNotMatch,
+            Err(Unverified::Expired { nonce }) => {
+                let expired = writer::Event {
+                    actor: caller.actor(),
+                    kind: ApprovalEvent::Expired.kind(),
+                    slug: Some(self.slug.clone()),
+                    payload: json!({"tool": self.tool, "arguments_sha256": digest,
+                        "nonce": nonce}),
+                };
+                refuse(state, expired).await;
+                ApprovalRefused::Expired
+            }
+        };
+        refuse(state, event(refused.outcome().into(), 0)).await;
+        Err(refused.error())
+    }
+
+    /// Spends `approval` (its nonce and its `approval_used` row, committed before the call
+    /// is made): a second use of one approval, even at the same moment, runs nothing.
+    async fn spend(
+        &self,
+        state: &ServerState,
+        caller: &Caller,
+        digest: &str,
+        approval: &Verified,
+        event: &impl Fn(String, usize) -> writer::Event,
+    ) -> Result<(), CallError> {
+        let spent = approval_store::spend(
+            &state.app.pool,
+            caller.user_id,
+            &caller.email,
+            &self.slug,
+            &self.tool,
+            digest,
+            approval,
+        )
+        .await;
+        match spent {
+            Ok(Spent::Now) => Ok(()),
+            Ok(Spent::Already) => {
+                let refused = ApprovalRefused::AlreadyUsed;
+                refuse(state, event(refused.outcome().into(), 0)).await;
+                Err(refused.error())
+            }
+            Err(error) => {
+                tracing::error!(error.message = %error, "could not spend an approval");
+                Err(CallError::NotRecorded)
+            }
+        }
+    }
+
     /// A failure upstream: logged and audited with its detail under a fresh reference,
     /// which is all the caller is given.
     async fn failed(
@@ -259,6 +388,19 @@ impl ToolCall {
         }
         CallError::Upstream { reference }
     }
+}
+
+/// Appends the row of a call (or approval) that runs nothing; a failure is logged, and the
+/// caller is refused all the same.
+async fn refuse(state: &ServerState, row: writer::Event) {
+    if let Err(error) = state.audit.append(row).await {
+        tracing::error!(error.message = %error, "could not audit a refused call");
+    }
+}
+
+/// The time approvals are minted and checked at, in unix seconds.
+pub fn unix_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
 #[cfg(test)]
@@ -286,6 +428,33 @@ mod tests {
             error.message(),
             "The server could not run the tool (reference 0123456789ab)."
         );
+    }
+
+    #[test]
+    fn a_call_awaiting_approval_answers_428_and_tells_the_person_to_approve_it() {
+        assert_eq!(
+            CallError::NeedsApproval.status(),
+            StatusCode::PRECONDITION_REQUIRED
+        );
+        assert_eq!(
+            CallError::NeedsApproval.message(),
+            "This tool changes things: approve it in the console."
+        );
+    }
+
+    #[test]
+    fn every_approval_refusal_is_403_with_its_own_message() {
+        let refusals = [
+            ApprovalRefused::DoesNotMatch,
+            ApprovalRefused::Expired,
+            ApprovalRefused::AlreadyUsed,
+        ];
+        let messages: HashSet<String> = refusals.iter().map(|r| r.error().message()).collect();
+        assert_eq!(messages.len(), refusals.len());
+        for refusal in refusals {
+            assert_eq!(refusal.error().status(), StatusCode::FORBIDDEN);
+            assert!(refusal.outcome().starts_with("refused: "));
+        }
     }
 
     #[test]

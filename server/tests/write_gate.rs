@@ -120,6 +120,7 @@ async fn every_write_from_a_token_session_is_refused_and_changes_nothing(pool: P
             "/servers/clock/tools/call",
             "/apps/clock/resources/read",
             "/apps/clock/opening-call",
+            "/apps/clock/approvals",
             "/api/added-later",
             "/servers/clock",
         ]

@@ -3,10 +3,12 @@
 //! (`POST /apps/<slug>/opening-call`). Each reads its request and hands the call to
 //! `ToolCall::run`, where it is decided, made and audited.
 
+use app::apps::ssr::approval_store;
 use app::auth::ssr::context::RequestContext;
 use app::auth::ssr::session::{SessionPerson, signed_in_person};
 use app::entitlements::policy::{Decision, Surface};
 use app::error::AppError;
+use app::servers::ssr::canonical::canonical_json;
 use app::servers::ssr::client::ToolAnswer;
 use app::servers::ssr::registry::ServerRow;
 use axum::Json;
@@ -18,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tower_sessions::Session;
 
-use super::{Refused, detached, entitled, person_context, require_json};
+use super::{Refused, detached, entitled, person_context, require_json, session_binding};
 use crate::prefetch;
 use crate::state::ServerState;
 use crate::tool_call::{CallError, Caller, ToolCall};
@@ -28,6 +30,9 @@ pub struct CallBody {
     name: String,
     #[serde(default)]
     arguments: Option<serde_json::Map<String, Value>>,
+    /// The person's approval of this call, minted by `POST /apps/<slug>/approvals`.
+    #[serde(default)]
+    approval: Option<String>,
 }
 
 /// The bridge's `tools/call`, under the person's authority.
@@ -104,8 +109,9 @@ async fn call_tool(
         tool: call.name,
         arguments: call.arguments.unwrap_or_default(),
         bytes_in: body.len(),
+        approval: call.approval,
     };
-    let answer = from_console(state, &ctx, &server, decision, &call).await?;
+    let answer = from_console(state, &ctx, session, &server, decision, &call).await?;
     Ok((
         StatusCode::OK,
         [
@@ -118,29 +124,56 @@ async fn call_tool(
 }
 
 /// `call` for the person of a console session, with the console's upstream sessions; it
-/// runs to its end whatever the page does (the handler is detached).
+/// runs to its end whatever the page does (the handler is detached). A call waiting for
+/// the person's approval is answered with what the host shows them.
 async fn from_console(
     state: &ServerState,
     ctx: &RequestContext,
+    session: &Session,
     server: &ServerRow,
     decision: Decision,
     call: &ToolCall,
-) -> Result<ToolAnswer, CallError> {
+) -> Result<ToolAnswer, Refused> {
     let caller = Caller {
         user_id: ctx.user.id,
         email: ctx.user.email.clone(),
         token_id: None,
+        session_binding: session_binding(session),
     };
-    call.run(
-        state,
-        &caller,
-        server,
-        decision,
-        &state.app.hub,
-        None,
-        std::future::pending(),
-    )
-    .await
+    let ran = call
+        .run(
+            state,
+            &caller,
+            server,
+            decision,
+            &state.app.hub,
+            None,
+            std::future::pending(),
+        )
+        .await;
+    match ran {
+        Err(CallError::NeedsApproval) => Err(approval_details(state, server, call).await),
+        ran => Ok(ran?),
+    }
+}
+
+/// What the host's approval panel shows of a call (SPEC §8: server, tool and the exact
+/// arguments), from the server's row and its tool as discovery recorded it.
+async fn approval_details(state: &ServerState, server: &ServerRow, call: &ToolCall) -> Refused {
+    let words = match approval_store::tool_words(&state.app.pool, &call.slug, &call.tool).await {
+        Ok(words) => words,
+        Err(error) => return error.into(),
+    };
+    let canonical = canonical_json(&Value::Object(call.arguments.clone()));
+    let arguments: Value = serde_json::from_str(&canonical).unwrap_or_default();
+    Refused::AwaitingApproval(json!({
+        "server": server.display_name,
+        "slug": call.slug,
+        "tool": call.tool,
+        "title": words.title,
+        "description": words.description,
+        "arguments": arguments,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -188,7 +221,8 @@ async fn run_opening_call(
         tool: tool.clone(),
         arguments: serde_json::Map::new(),
         bytes_in: 0,
+        approval: None,
     };
-    let answer = from_console(&state, &ctx, &server, decision, &call).await?;
+    let answer = from_console(&state, &ctx, &session, &server, decision, &call).await?;
     Ok(Json(json!({"tool": tool, "arguments": {}, "result": answer.result})).into_response())
 }

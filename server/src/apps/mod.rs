@@ -2,11 +2,13 @@
 //! - `frame.rs`: the frame, serving a person's pinned copy under its own CSP;
 //! - `frame_cache.rs`: pinned apps prepared for the frame, kept in memory;
 //! - `calls.rs`: the tool calls of an app's bridge, the playground and the opening call;
+//! - `approvals.rs`: the person's answer to the host's approval of a writing tool;
 //! - `resources.rs`: an app's `resources/read`.
 //!
 //! The JSON routes answer a refusal as `Refused`, the frame as `frame::Stopped`: each turns
 //! into its response, so a handler says `?`.
 
+mod approvals;
 mod calls;
 mod frame;
 mod frame_cache;
@@ -55,6 +57,10 @@ pub fn routes() -> Router<ServerState> {
             "/apps/{slug}/opening-call",
             post(calls::opening_call).layer(limited()),
         )
+        .route(
+            "/apps/{slug}/approvals",
+            post(approvals::approvals).layer(limited()),
+        )
 }
 
 /// A JSON route's refusal, as a page reads it: `{"error": …}` under its status, never
@@ -65,6 +71,9 @@ pub enum Refused {
     App(AppError),
     /// A tool call that did not answer with a result.
     Call(CallError),
+    /// A writing tool's call waiting for the person's approval (428): what the host shows
+    /// them (`calls::approval_details`).
+    AwaitingApproval(serde_json::Value),
     /// Anything else, said as it is.
     Status(StatusCode, String),
 }
@@ -92,9 +101,17 @@ impl IntoResponse for Refused {
         let (status, message) = match &self {
             Refused::App(error) => (status_of(error), error.to_string()),
             Refused::Call(error) => (error.status(), error.message()),
+            Refused::AwaitingApproval(_) => (
+                CallError::NeedsApproval.status(),
+                CallError::NeedsApproval.message(),
+            ),
             Refused::Status(status, message) => (*status, message.clone()),
         };
-        let mut response = (status, Json(json!({"error": message}))).into_response();
+        let mut body = json!({"error": message});
+        if let Refused::AwaitingApproval(details) = &self {
+            body["approval"] = details.clone();
+        }
+        let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if matches!(self, Refused::Call(CallError::TooMany)) {
@@ -142,6 +159,13 @@ async fn person_context(
         }
         Err(error) => Err(error.into()),
     }
+}
+
+/// The browser session an approval is bound to (`approvals::session_binding` of its id);
+/// `None` before the session is loaded or when it has none.
+fn session_binding(session: &Session) -> Option<String> {
+    let id = session.id()?;
+    Some(app::apps::ssr::approvals::session_binding(&id.to_string()))
 }
 
 /// A cross-site form cannot send `application/json`: it is required of every call from a

@@ -1,3 +1,5 @@
+pub mod approval_store;
+pub mod approvals;
 pub mod csp;
 pub mod pins;
 pub mod scripts;
