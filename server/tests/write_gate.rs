@@ -120,6 +120,9 @@ async fn every_write_from_a_token_session_is_refused_and_changes_nothing(pool: P
             "/servers/clock/tools/call",
             "/apps/clock/resources/read",
             "/apps/clock/opening-call",
+            "/apps/clock/host-actions",
+            "/apps/clock/download",
+            "/apps/clock/log",
             "/api/added-later",
             "/servers/clock",
         ]
