@@ -150,6 +150,9 @@ impl Application {
             approval_secret: Arc::new(approval_secret),
             call_rates: Arc::new(crate::relay::RateLimits::new(config.calls_per_second)),
             call_bursts: Arc::default(),
+            log_rates: Arc::new(crate::relay::RateLimits::per_second(
+                crate::apps::LOG_LINES_PER_SECOND,
+            )),
             mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
             mcp_sessions: Arc::new(crate::relay::RateLimits::per_minute(
                 config.mcp_sessions_per_minute,

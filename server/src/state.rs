@@ -24,6 +24,8 @@ pub struct ServerState {
     pub call_rates: Arc<crate::relay::RateLimits>,
     /// Who is over that budget now (each burst is audited once).
     pub call_bursts: Arc<crate::tool_call::Bursts>,
+    /// Each person's budget of app log lines (beyond it lines are dropped).
+    pub log_rates: Arc<crate::relay::RateLimits>,
     /// Each login token's request budget on `/mcp`.
     pub mcp_rates: Arc<crate::relay::RateLimits>,
     /// Each login token's budget of new client sessions on `/mcp`.

@@ -105,6 +105,9 @@ async fn no_route_answers_an_anonymous_request_with_a_server_error(pool: PgPool)
     }
     let posts = [
         "/apps/x/tools/call",
+        "/apps/x/host-actions",
+        "/apps/x/download",
+        "/apps/x/log",
         "/auth/sign-out",
         "/api/me",
         "/api/people",

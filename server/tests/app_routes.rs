@@ -240,8 +240,13 @@ async fn a_read_only_app_tool_runs_and_is_audited(pool: PgPool) {
     )
     .await;
     assert_eq!(response.status(), 200);
-    let result: Value = response.json().await.unwrap();
-    assert_eq!(result["content"][0]["text"], "widget:hi");
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "widget:hi");
+    assert_eq!(
+        answer["actions"],
+        json!([]),
+        "the result proposes no actions"
+    );
     assert_eq!(calls_of(&server, "show-widget").await, 1);
     let (kind, payload): (String, Value) =
         sqlx::query_as("SELECT kind, payload FROM audit_log ORDER BY id DESC LIMIT 1")
@@ -677,6 +682,8 @@ async fn the_opening_call_runs_only_a_read_only_declaring_tool(pool: PgPool) {
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["tool"], "show-widget");
     assert_eq!(answer["arguments"], json!({}));
+    assert_eq!(answer["result"]["content"][0]["text"], "widget:");
+    assert_eq!(answer["actions"], json!([]));
     assert_eq!(calls_of(&server, "show-widget").await, 1);
     // A resource no tool declares has no opening call.
     assert_eq!(post("ui://test/blob.html").await.unwrap().status(), 404);

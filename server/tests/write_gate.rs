@@ -121,6 +121,9 @@ async fn every_write_from_a_token_session_is_refused_and_changes_nothing(pool: P
             "/apps/clock/resources/read",
             "/apps/clock/opening-call",
             "/apps/clock/approvals",
+            "/apps/clock/host-actions",
+            "/apps/clock/download",
+            "/apps/clock/log",
             "/api/added-later",
             "/servers/clock",
         ]

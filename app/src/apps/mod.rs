@@ -2,6 +2,7 @@
 //! on. The bridge's checks compile into the browser too; the CSP builder and the script
 //! hasher are server-only.
 
+pub mod actions;
 pub mod app_inspect;
 pub mod approval_panel;
 #[cfg(feature = "hydrate")]

@@ -40,7 +40,8 @@ pub struct AppView {
     pub granted_domains: Vec<String>,
     /// `_meta.ui.permissions` the app asks for (none is granted).
     pub permissions: Vec<String>,
-    /// Hosts whose links the app opens without asking (the server's allow-list).
+    /// Hosts an admin lets this server's app open links to without asking (lowercase ASCII,
+    /// optionally `*.`-prefixed); a link anywhere else is shown to the person first.
     pub link_hosts: Vec<String>,
 }
 
@@ -86,7 +87,7 @@ pub async fn open_app(
         declared_domains: Vec::new(),
         granted_domains: Vec::new(),
         permissions: Vec::new(),
-        link_hosts: Vec::new(),
+        link_hosts: server.link_hosts.clone(),
     };
     if cross_site {
         // No pin, no MCP call: the page only offers a same-origin Open link.

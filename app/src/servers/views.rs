@@ -16,6 +16,8 @@ pub struct ServerSummary {
     pub tool_count: i64,
     pub app_count: i64,
     pub last_discovery: Option<String>,
+    /// Hosts the server's app opens links to without asking.
+    pub link_hosts: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

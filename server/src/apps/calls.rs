@@ -1,12 +1,17 @@
 //! The console's tool calls (SPEC §6, §8): an app's bridge (`POST /apps/<slug>/tools/call`),
 //! the playground (`POST /servers/<slug>/tools/call`) and the host's opening call
 //! (`POST /apps/<slug>/opening-call`). Each reads its request and hands the call to
-//! `ToolCall::run`, where it is decided, made and audited.
+//! `ToolCall::run`, where it is decided, made and audited. An app's answers carry the result
+//! with the island actions it proposes, vetted (`app::apps::actions`); the playground's is
+//! the result alone.
 
+use std::collections::HashMap;
+
+use app::apps::actions::{self, Vetted};
 use app::apps::ssr::approval_store;
 use app::auth::ssr::context::RequestContext;
 use app::auth::ssr::session::{SessionPerson, signed_in_person};
-use app::entitlements::policy::{Decision, Surface};
+use app::entitlements::policy::{Decision, Refusal, Surface};
 use app::error::AppError;
 use app::servers::ssr::canonical::canonical_json;
 use app::servers::ssr::client::ToolAnswer;
@@ -112,15 +117,64 @@ async fn call_tool(
         approval: call.approval,
     };
     let answer = from_console(state, &ctx, session, &server, decision, &call).await?;
+    let body = match surface {
+        // The result's text is passed on as it was serialized, not parsed again.
+        Surface::App => {
+            let actions = island_actions(state, &ctx, slug, &answer).await?;
+            let actions = serde_json::to_string(&actions).map_err(AppError::internal)?;
+            format!("{{\"result\":{},\"actions\":{actions}}}", answer.json)
+        }
+        _ => answer.json,
+    };
     Ok((
         StatusCode::OK,
         [
             (header::CONTENT_TYPE, "application/json"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        answer.json,
+        body,
     )
         .into_response())
+}
+
+/// The island actions `answer` proposes, vetted: each decided as the app's own call of that
+/// tool would be, for this person and slug, from the same memo the call itself is decided
+/// from (a button the host draws must not run what the page could not).
+async fn island_actions(
+    state: &ServerState,
+    ctx: &RequestContext,
+    slug: &str,
+    answer: &ToolAnswer,
+) -> Result<Vec<Vetted>, AppError> {
+    let proposed = answer
+        .result
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get("x-strad/actions"));
+    let proposals = actions::parse(proposed, slug);
+    let mut tools: Vec<&str> = proposals
+        .iter()
+        .filter_map(actions::Proposal::awaited_tool)
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
+    let (pool, memos) = (&state.app.pool, &state.memos);
+    let read = tools.iter().map(|tool| async move {
+        let decision = memos
+            .decision(pool, ctx.session_kind, slug, tool, Surface::App)
+            .await?;
+        Ok::<_, AppError>((tool.to_string(), decision))
+    });
+    let decisions: HashMap<String, Decision> = futures::future::try_join_all(read)
+        .await?
+        .into_iter()
+        .collect();
+    Ok(actions::decide_each(proposals, |tool| {
+        decisions
+            .get(tool)
+            .copied()
+            .unwrap_or(Decision::Refuse(Refusal::UnknownTool))
+    }))
 }
 
 /// `call` for the person of a console session, with the console's upstream sessions; it
@@ -224,5 +278,8 @@ async fn run_opening_call(
         approval: None,
     };
     let answer = from_console(&state, &ctx, &session, &server, decision, &call).await?;
-    Ok(Json(json!({"tool": tool, "arguments": {}, "result": answer.result})).into_response())
+    let actions = island_actions(&state, &ctx, &slug, &answer).await?;
+    let answer =
+        json!({"tool": tool, "arguments": {}, "result": answer.result, "actions": actions});
+    Ok(Json(answer).into_response())
 }

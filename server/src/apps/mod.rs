@@ -3,17 +3,24 @@
 //! - `frame_cache.rs`: pinned apps prepared for the frame, kept in memory;
 //! - `calls.rs`: the tool calls of an app's bridge, the playground and the opening call;
 //! - `approvals.rs`: the person's answer to the host's approval of a writing tool;
-//! - `resources.rs`: an app's `resources/read`.
+//! - `resources.rs`: an app's `resources/read`, and the read path `download.rs` shares;
+//! - `download.rs`: a resource of the app's server the person downloads;
+//! - `host_actions.rs`: the audit of what the person answered to a page's ask-first action;
+//! - `app_log.rs`: a page's log lines, into strad's log at a person's rate.
 //!
 //! The JSON routes answer a refusal as `Refused`, the frame as `frame::Stopped`: each turns
 //! into its response, so a handler says `?`.
 
+mod app_log;
 mod approvals;
 mod calls;
+mod download;
 mod frame;
 mod frame_cache;
+mod host_actions;
 mod resources;
 
+pub use app_log::LINES_PER_SECOND as LOG_LINES_PER_SECOND;
 pub use frame_cache::FrameCache;
 
 use app::auth::ssr::context::RequestContext;
@@ -61,6 +68,15 @@ pub fn routes() -> Router<ServerState> {
             "/apps/{slug}/approvals",
             post(approvals::approvals).layer(limited()),
         )
+        .route(
+            "/apps/{slug}/host-actions",
+            post(host_actions::host_actions).layer(limited()),
+        )
+        .route(
+            "/apps/{slug}/download",
+            post(download::download).layer(limited()),
+        )
+        .route("/apps/{slug}/log", post(app_log::app_log).layer(limited()))
 }
 
 /// A JSON route's refusal, as a page reads it: `{"error": …}` under its status, never
@@ -166,6 +182,25 @@ async fn person_context(
 fn session_binding(session: &Session) -> Option<String> {
     let id = session.id()?;
     Some(app::apps::ssr::approvals::session_binding(&id.to_string()))
+}
+
+/// A session opened from a login token may look but not act (SPEC §3): refused here too,
+/// not only by the write gate in front, so a route never depends on being behind it.
+fn browser_session(ctx: &RequestContext) -> Result<(), Refused> {
+    if ctx.may_write() {
+        Ok(())
+    } else {
+        Err(Refused::Status(
+            StatusCode::FORBIDDEN,
+            "A session opened with a login token cannot do this.".into(),
+        ))
+    }
+}
+
+/// A JSON body of the shape `T`, read once the person is known (so a stranger hears 401
+/// whatever they sent); else 400 saying `shape`.
+fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8], shape: &str) -> Result<T, Refused> {
+    serde_json::from_slice(body).map_err(|_| Refused::Status(StatusCode::BAD_REQUEST, shape.into()))
 }
 
 /// A cross-site form cannot send `application/json`: it is required of every call from a

@@ -50,6 +50,12 @@ impl RateLimits {
         Self::with(f64::from(rate), 2.0 * f64::from(rate))
     }
 
+    /// `count` a second, bursts of `count` (no more than `count` at once, as `new` allows
+    /// twice that).
+    pub fn per_second(count: u32) -> Self {
+        Self::with(f64::from(count), f64::from(count))
+    }
+
     /// `count` a minute, bursts of `count`. New client sessions are limited so: each opens
     /// upstream sessions of its own, which live until the client ends it or it has been idle
     /// for five minutes, so this bounds how many one person holds open upstream.
@@ -134,6 +140,9 @@ mod tests {
         let sessions = RateLimits::per_minute(10);
         let allowed = (0..50).filter(|_| sessions.allow(person)).count();
         assert_eq!(allowed, 10);
+        let lines = RateLimits::per_second(10);
+        let allowed = (0..50).filter(|_| lines.allow(person)).count();
+        assert!((10..=11).contains(&allowed), "{allowed}");
     }
 
     #[test]

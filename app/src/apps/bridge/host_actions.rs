@@ -98,8 +98,8 @@ pub(super) fn download(session: &Shared, id: Id, items: Vec<DownloadItem>) {
                 let session = session.clone();
                 wasm_bindgen_futures::spawn_local(async move {
                     let saved = save_all(&session, &items).await;
-                    let decision = if saved.is_ok() { "approved" } else { "failed" };
-                    record(&session, "download", decision, json!({"files": described}));
+                    let detail = json!({"files": described, "saved": saved.is_ok()});
+                    record(&session, "download", "approved", detail);
                     send(
                         &session,
                         answer(&id, saved.is_ok(), &saved.err().unwrap_or_default()),
@@ -227,7 +227,6 @@ fn record(session: &Shared, action: &str, decision: &str, detail: Value) {
     view(session).outcome.set(Some(match (action, decision) {
         (_, "declined") => "Declined: nothing was done.".to_string(),
         ("open-link", _) => "The link was opened in a new tab.".to_string(),
-        ("download", "failed") => "The download failed.".to_string(),
         ("download", _) => "The download was saved.".to_string(),
         _ => "The text was copied.".to_string(),
     }));

@@ -6,7 +6,7 @@ use super::servers_page::{CapabilityBoxes, StatusBadge};
 use crate::auth::Role;
 use crate::pages::ErrorPage;
 use crate::servers::views::ServerDetail;
-use crate::servers::{Capability, RefreshServer, UpdateServer, get_server};
+use crate::servers::{Capability, RefreshServer, SetLinkHosts, UpdateServer, get_server};
 use crate::shell::{ActionError, Protected};
 
 /// Admins: one server's tools, app resources, discovery problems, and its settings.
@@ -113,6 +113,8 @@ fn Details(detail: ServerDetail) -> impl IntoView {
             </section>
         })}
 
+        <LinkHostsForm slug=s.slug.clone() hosts=s.link_hosts.clone() />
+
         {if s.from_config {
             view! { <p class="notice">"This server is declared in the configuration file; change it there."</p> }.into_any()
         } else {
@@ -165,6 +167,37 @@ fn EditForm(summary: crate::servers::views::ServerSummary) -> impl IntoView {
                 <button type="submit" class="primary">"Save"</button>
             </ActionForm>
             <ActionError action=update />
+        </section>
+    }
+}
+
+/// The hosts the server's app may open links to without asking: the console's own setting,
+/// so servers from the configuration file have it too.
+#[component]
+fn LinkHostsForm(slug: String, hosts: Vec<String>) -> impl IntoView {
+    let set = ServerAction::<SetLinkHosts>::new();
+    let saved = move || {
+        set.value().get().and_then(|result| {
+            result.ok().map(|hosts| match hosts.len() {
+                0 => "Saved: every link asks first.".to_string(),
+                n => format!("Saved: {n} host(s)."),
+            })
+        })
+    };
+    view! {
+        <section aria-labelledby="link-hosts-title" class="form-card">
+            <h2 id="link-hosts-title">"Links opened without asking"</h2>
+            <ActionForm action=set>
+                <input type="hidden" name="slug" value=slug />
+                <label>
+                    "Hosts, one per line (" <code>"*.example.com"</code> " for every subdomain)"
+                    <textarea name="hosts" rows="4" spellcheck="false" autocomplete="off">{hosts.join("\n")}</textarea>
+                </label>
+                <p class="help">"A link from the app to any other host is shown to the person first."</p>
+                <button type="submit" class="primary">"Save hosts"</button>
+            </ActionForm>
+            <ActionError action=set />
+            <p role="status" class="help">{saved}</p>
         </section>
     }
 }

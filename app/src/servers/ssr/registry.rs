@@ -24,6 +24,8 @@ pub struct ServerRow {
     pub last_discovery_at: Option<OffsetDateTime>,
     pub last_discovery_error: Option<String>,
     pub last_discovery_problems: Value,
+    /// Hosts this server's app opens links to without asking (`link_hosts::parse_link_hosts`).
+    pub link_hosts: Vec<String>,
 }
 
 impl ServerRow {
@@ -56,7 +58,8 @@ impl ServerRow {
 
 pub const SERVER_COLUMNS: &str =
     "slug, display_name, transport, url, command, source, capabilities, enabled,
-    created_at, updated_at, last_discovery_at, last_discovery_error, last_discovery_problems";
+    created_at, updated_at, last_discovery_at, last_discovery_error, last_discovery_problems,
+    link_hosts";
 
 /// A server to insert or update.
 #[derive(Clone, Debug)]
@@ -123,6 +126,22 @@ pub async fn update_server(
     .bind(command)
     .bind(capability_names(&spec.capabilities))
     .bind(spec.enabled)
+    .fetch_optional(db)
+    .await
+}
+
+/// Replaces the open-link allow-list (already parsed).
+pub async fn set_link_hosts(
+    db: impl PgExecutor<'_>,
+    slug: &str,
+    hosts: &[String],
+) -> Result<Option<ServerRow>, sqlx::Error> {
+    sqlx::query_as::<_, ServerRow>(&format!(
+        "UPDATE servers SET link_hosts = $2, updated_at = now()
+         WHERE slug = $1 RETURNING {SERVER_COLUMNS}"
+    ))
+    .bind(slug)
+    .bind(hosts)
     .fetch_optional(db)
     .await
 }

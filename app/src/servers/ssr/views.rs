@@ -43,6 +43,7 @@ pub fn summary(row: &ServerRow, tool_count: i64, app_count: i64) -> ServerSummar
         tool_count,
         app_count,
         last_discovery: row.last_discovery_at.map(format_time),
+        link_hosts: row.link_hosts.clone(),
     }
 }
 
