@@ -34,6 +34,11 @@ pub(super) fn receive(session: &Shared, event: MessageEvent) {
             return;
         }
         drop(s);
+        // A notification past the rate is dropped before it is read at all, so a flood of
+        // them costs little and a request behind it is reached soon.
+        if is_notification(&event.data()) && !admit_notification(session) {
+            return;
+        }
         // Anything JSON cannot say (undefined, a cycle, a BigInt) is not a message.
         match js_sys::JSON::stringify(&event.data())
             .ok()
@@ -45,7 +50,7 @@ pub(super) fn receive(session: &Shared, event: MessageEvent) {
     };
     session.borrow_mut().bytes_in += text.len() as u64;
     let parsed = bridge_message::parse(&text);
-    if !admit(session, &parsed) {
+    if !admit_request(session, &parsed) {
         return;
     }
     match parsed {
@@ -69,39 +74,58 @@ pub(super) fn receive(session: &Shared, event: MessageEvent) {
     }
 }
 
-/// The rate limit, per kind: past `MESSAGES_PER_SECOND` in a second a request is answered
-/// at once with an error (a page built on the SDK would otherwise wait its full timeout for
-/// an answer that never comes) and a notification is dropped. Requests and notifications
-/// count apart, so a flood of one does not starve the other; answers to the host's own
-/// requests are never limited.
-fn admit(session: &Shared, parsed: &Result<Incoming, bridge_message::Rejection>) -> bool {
+/// Whether posted data is not a request or an answer (it carries no `id`), read without
+/// serializing it: it counts against the notifications' budget. Only a hint for the rate
+/// limit; the message is validated in full later.
+fn is_notification(data: &leptos::wasm_bindgen::JsValue) -> bool {
+    !data.is_object() || !js_sys::Reflect::has(data, &"id".into()).unwrap_or(true)
+}
+
+/// The rate limit, per kind: past `MESSAGES_PER_SECOND` in a second a notification is
+/// dropped, and a request is answered at once with an error (a page built on the SDK would
+/// otherwise wait its full timeout for an answer that never comes). Requests and
+/// notifications count apart, so a flood of one does not starve the other; answers to the
+/// host's own requests are never limited.
+fn admit_notification(session: &Shared) -> bool {
     let now = js_sys::Date::now();
-    let mut s = session.borrow_mut();
-    let (admitted, id) = match parsed {
-        Ok(Incoming::Response { .. }) => return true,
-        Ok(Incoming::Request { id, .. }) => {
-            (s.requests.admit(now, MESSAGES_PER_SECOND), Some(id.clone()))
-        }
-        Err(rejection) if rejection.id.is_some() => (
-            s.requests.admit(now, MESSAGES_PER_SECOND),
-            rejection.id.clone(),
-        ),
-        _ => (s.notifications.admit(now, MESSAGES_PER_SECOND), None),
+    let admitted = session
+        .borrow_mut()
+        .notifications
+        .admit(now, MESSAGES_PER_SECOND);
+    if !admitted {
+        count_dropped(session);
+    }
+    admitted
+}
+
+fn admit_request(session: &Shared, parsed: &Result<Incoming, bridge_message::Rejection>) -> bool {
+    let id = match parsed {
+        Ok(Incoming::Request { id, .. }) => id.clone(),
+        Err(rejection) if rejection.id.is_some() => rejection.id.clone().unwrap_or(Id::Number(0)),
+        // Notifications were counted before they were read; answers are never limited.
+        _ => return true,
     };
-    if admitted {
+    let now = js_sys::Date::now();
+    if session
+        .borrow_mut()
+        .requests
+        .admit(now, MESSAGES_PER_SECOND)
+    {
         return true;
     }
+    count_dropped(session);
+    send(
+        session,
+        error(&id, -32000, "too many messages from this app; slow down"),
+    );
+    false
+}
+
+fn count_dropped(session: &Shared) {
+    let mut s = session.borrow_mut();
     s.dropped = s.dropped.saturating_add(1);
     let dropped = s.dropped.to_string();
     let _ = s.frame.set_attribute("data-dropped-messages", &dropped);
-    drop(s);
-    if let Some(id) = id {
-        send(
-            session,
-            error(&id, -32000, "too many messages from this app; slow down"),
-        );
-    }
-    false
 }
 
 /// The answer to the host's `ui/resource-teardown` (an error answer counts: the page heard).

@@ -100,6 +100,11 @@ pub(super) fn download(session: &Shared, id: Id, items: Vec<DownloadItem>) {
                     let saved = save_all(&session, &items).await;
                     let detail = json!({"files": described, "saved": saved.is_ok()});
                     record(&session, "download", "approved", detail);
+                    if saved.is_err() {
+                        view(&session)
+                            .outcome
+                            .set(Some("The download failed.".into()));
+                    }
                     send(
                         &session,
                         answer(&id, saved.is_ok(), &saved.err().unwrap_or_default()),
