@@ -78,7 +78,8 @@
 // GET /control returns the current state as JSON:
 //   {url, tools: [names], html: {sha256, bytes}, fault, sessions: [{id, sse}],
 //    hanging, calls, callIds, cancelled, pings, mcpConnections}
-//   `callIds` holds the JSON-RPC id of each tool's latest call.
+//   `callIds` holds the JSON-RPC id of each tool's latest call; `callArguments` the
+//   arguments of each tool's calls, oldest first (the latest 100 per tool).
 //   `sse` is true while that session's standalone GET stream is open, so a
 //   test can wait for it before triggering a list_changed notification.
 
@@ -286,6 +287,7 @@ const state = {
   fault: null, // {kind, on}
   calls: {}, // tool name -> how many tools/call it received (GET /control shows it)
   callIds: {}, // tool name -> the JSON-RPC id of its latest call
+  callArguments: {}, // tool name -> the arguments of its calls (the latest 100)
   pings: 0, // pings the client answered in the middle of a call
   cancelled: {}, // tool name -> how many of its calls the client cancelled
 };
@@ -349,6 +351,9 @@ function makeMcpServer() {
     const { name, arguments: args = {} } = request.params;
     state.calls[name] = (state.calls[name] ?? 0) + 1;
     state.callIds[name] = extra.requestId;
+    const seen = (state.callArguments[name] ??= []);
+    seen.push(structuredClone(args));
+    if (seen.length > 100) seen.shift();
     const tool = state.tools.get(name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     if (tool.progress) {
@@ -627,6 +632,7 @@ async function handleControl(req, res) {
       hanging: hanging.size,
       calls: state.calls,
       callIds: state.callIds,
+      callArguments: state.callArguments,
       cancelled: state.cancelled,
       pings: state.pings,
       mcpConnections,
