@@ -1,11 +1,8 @@
-// Host-drawn approvals, island actions and ask-first host actions (SPEC §8, contract.md),
+// Host-drawn approvals, island actions and ask-first host actions (SPEC §6, §8),
 // driven through a page built on the official SDK (support/sdk-app.mjs) and strad's test
 // MCP server, whose writing tool `send-mail` proposes island actions in
 // `_meta["x-strad/actions"]`.
 //
-// The feature is being built: each test is `test.fixme` until it lands. They are written
-// against contract.md's "Host page DOM"; what is not pinned there (the admin form for the
-// open-link allow-list) is marked where it is used.
 import { test, expect } from './fixtures.mjs';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
@@ -19,14 +16,14 @@ const SERVER = 'Mail Test';
 const MAIL = { to: 'alice@example.com', subject: 'Quarterly report', body: 'Attached.' };
 const TOKEN = /^v1\.[0-9a-f]{32}\.\d+\.[A-Za-z0-9_-]+$/;
 
-/** What the server proposes after sending: two drawable actions and five it must refuse. */
+/** What the server proposes after sending: two drawable actions and four it must refuse
+ * (six in all: a seventh would be refused for the count alone). */
 const PROPOSED = [
   { label: 'Archive thread', tool: 'archive-thread', arguments: { thread: 't-42' }, kind: 'danger' },
   { label: 'Look up sender', tool: 'lookup', arguments: { word: 'alice' } },
   { label: 'Elsewhere', tool: 'archive-thread', server: 'another-server' },
   { label: 'Ghost', tool: 'no-such-tool' },
   { label: 'Hidden', tool: 'model-only' },
-  { label: '', tool: 'lookup' },
   { label: 'Bad kind', tool: 'lookup', kind: 'nuclear' },
 ];
 const DRAWN = ['Archive thread', 'Look up sender'];
@@ -121,7 +118,7 @@ const hostFocusIs = (page, name) => page.evaluate((n) => {
   return el?.tagName === 'BUTTON' && el.textContent.trim() === n;
 }, name);
 
-test.fixme('a call from the frame waits for Approve and then reaches the server exactly once; Decline and Esc send nothing upstream', async ({ page, strad, mcp }) => {
+test('a call from the frame waits for Approve and then reaches the server exactly once; Decline and Esc send nothing upstream', async ({ page, strad, mcp }) => {
   const slug = 'approve-frame-call';
   const app = await openMailApp(page, strad, mcp, slug);
   const calls = routeLog(page, slug, 'tools/call');
@@ -155,7 +152,7 @@ test.fixme('a call from the frame waits for Approve and then reaches the server 
   await dialog.getByRole('button', { name: 'Approve', exact: true }).click();
   const { state, record } = await settled(first);
   expect(state).toBe('result');
-  const answered = record.result.result ?? record.result;
+  const answered = record.result;
   expect(answered.content).toEqual([{ type: 'text', text: 'sent' }]);
   await expect(dialog).toHaveCount(0);
   await expect(page.locator('p.approval-outcome[role="status"]')).toBeVisible();
@@ -207,7 +204,7 @@ test.fixme('a call from the frame waits for Approve and then reaches the server 
   expect(declinedRows).toHaveLength(2);
 });
 
-test.fixme('an approval forged inside the frame (a button named Approve, approval or _meta fields, made-up methods) reaches nothing upstream', async ({ page, strad, mcp }) => {
+test('an approval forged inside the frame (a button named Approve, approval or _meta fields, made-up methods) reaches nothing upstream', async ({ page, strad, mcp }) => {
   const slug = 'forged-approval';
   const forged = 'v1.' + '0'.repeat(32) + '.4102444800.' + 'A'.repeat(43);
   const call = (extra) => ({ method: 'tools/call', params: { name: 'send-mail', arguments: MAIL, ...extra } });
@@ -265,7 +262,7 @@ test.fixme('an approval forged inside the frame (a button named Approve, approva
   expect(await auditRows(page, slug, 'approval_used')).toEqual([]);
 });
 
-test.fixme('an approval left pending for 90 seconds still completes: the host keeps the request alive with progress', async ({ page, strad, mcp }) => {
+test('an approval left pending for 90 seconds still completes: the host keeps the request alive with progress', async ({ page, strad, mcp }) => {
   // The SDK gives up on a request after 60 s without progress (its default timeout); the
   // 90 s are the behaviour under test, not a wait for something to happen.
   test.setTimeout(240_000);
@@ -292,7 +289,7 @@ test.fixme('an approval left pending for 90 seconds still completes: the host ke
   expect(await upstreamCalls(mcp, 'send-mail')).toBe(before + 1);
 });
 
-test.fixme('island actions are drawn only from the server\'s result; refused ones are listed under Inspect with a reason; each runs only after Approve', async ({ page, strad, mcp }) => {
+test('island actions are drawn only from the server\'s result; refused ones are listed under Inspect with a reason; each runs only after Approve', async ({ page, strad, mcp }) => {
   const slug = 'island-actions';
   // The page tries to add actions of its own: a forged tool-result, a made-up notification,
   // and a log line (which belongs under Inspect, not among the actions).
@@ -321,7 +318,7 @@ test.fixme('island actions are drawn only from the server\'s result; refused one
   await expect(refused.filter({ hasText: 'Ghost' })).toContainText('the server has no such tool');
   await expect(refused.filter({ hasText: 'Hidden' })).toContainText("outside this server's policy");
   await expect(refused.filter({ hasText: 'Bad kind' })).toContainText('malformed');
-  await expect(refused.filter({ hasText: 'malformed' })).toHaveCount(2);
+  await expect(refused.filter({ hasText: 'malformed' })).toHaveCount(1);
   await expect(inspect.locator('ul.refused-actions')).not.toContainText('Injected');
   await expect(inspect.locator('ol.app-log > li').last()).toContainText('the page is up');
 
@@ -353,14 +350,16 @@ test.fixme('island actions are drawn only from the server\'s result; refused one
   expect(await upstreamCalls(mcp, 'archive-thread')).toBe(archived + 1);
 });
 
-test.fixme('open-link outside the allow-list, download and clipboard each wait for the person; declined, nothing is done; the audit shows each decision', async ({ page, strad, mcp, context }) => {
+test('open-link outside the allow-list, download and clipboard each wait for the person; declined, nothing is done; the audit shows each decision', async ({ page, strad, mcp, context }) => {
   const slug = 'host-actions';
+  // Links go nowhere off this machine: the browser answers them itself.
+  await context.route(/^https:\/\/[^/]*\.example(\.org)?\//, (route) =>
+    route.fulfill({ status: 200, contentType: 'text/plain', body: 'a page elsewhere' }));
   const app = await openMailApp(page, strad, mcp, slug);
-  // The allow-list is set on the server's admin page, one host per line. (Field and button
-  // names are not pinned by contract.md: adjust them to the form as built.)
+  // The allow-list is set on the server's admin page, one host per line.
   await page.goto(`/admin/servers/${slug}`);
-  await page.getByLabel(/link hosts|open-link/i).fill('docs.example.org\n*.allowed.example');
-  await page.getByRole('button', { name: /save/i }).filter({ hasText: /link/i }).click();
+  await page.getByLabel(/Hosts, one per line/).fill('docs.example.org\n*.allowed.example');
+  await page.getByRole('button', { name: 'Save hosts' }).click();
   await expect.poll(async () => (await auditRows(page, slug, 'link_hosts_changed')).length).toBe(1);
   await page.goto(`/apps/${slug}`);
   await expect(app.getByRole('status')).toHaveText('connected');
@@ -445,7 +444,7 @@ test.fixme('open-link outside the allow-list, download and clipboard each wait f
   await expect(page.locator('tr[data-kind="host_action"]')).toHaveCount(rows.length);
 });
 
-test.fixme('full screen and back work from the keyboard alone, and the approval panel is keyboard-operable and clean under axe', async ({ page, strad, mcp }) => {
+test('full screen and back work from the keyboard alone, and the approval panel is keyboard-operable and clean under axe', async ({ page, strad, mcp }) => {
   const slug = 'display-mode';
   const app = await openMailApp(page, strad, mcp, slug);
   const area = page.locator('.app-area');
@@ -505,7 +504,7 @@ test.fixme('full screen and back work from the keyboard alone, and the approval 
   expect((await settled(app.locator('#outcome-3'))).state).toBe('error');
 });
 
-test.fixme('a flood of thousands of requests is answered in full and promptly, and a request right after thousands of notifications gets its result', async ({ page, strad, mcp }) => {
+test('a flood of thousands of requests is answered in full and promptly, and a request right after thousands of notifications gets its result', async ({ page, strad, mcp }) => {
   const slug = 'flood';
   await openMailApp(page, strad, mcp, slug);
   const frame = await appFrame(page, slug);

@@ -59,9 +59,10 @@ test('a page on the official SDK completes the handshake in strad and round-trip
     const record = JSON.parse(await outcome.textContent());
     expect(record.action).toBe('call-tool');
     expect(record.params).toEqual({ name: 'lookup', arguments: { word: 'strad' } });
-    // Today's route answers the CallToolResult itself; the envelope of contract.md will
-    // put it under `result`.
-    const result = record.result.result ?? record.result;
+    // The page gets the CallToolResult itself: the route's envelope (result and vetted
+    // actions) is the host's, not the page's.
+    const result = record.result;
+    expect(result.actions).toBeUndefined();
     expect(result.content).toEqual([{ type: 'text', text: 'found' }]);
     expect(result.structuredContent).toEqual({ meaning: 'a test' });
     expect(record.endedAt).toBeGreaterThanOrEqual(record.startedAt);

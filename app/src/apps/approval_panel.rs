@@ -14,16 +14,17 @@ pub fn ApprovalPanel(view: HostView, decide: Callback<(u64, Choice)>) -> impl In
     let current = Memo::new(move |_| view.prompts.with(|p| p.first().cloned()));
     let waiting = move || view.prompts.with(Vec::len);
     let panel: NodeRef<Section> = NodeRef::new();
-    // Approve is armed a moment after the panel appears (the bridge checks it too).
-    let armed = RwSignal::new(false);
+    // Approve is armed a moment after its prompt appears (the bridge checks it too); armed
+    // names the prompt, so a prompt that replaces another never inherits its arming.
+    let armed: RwSignal<Option<u64>> = RwSignal::new(None);
     Effect::new(move |shown: Option<Option<u64>>| {
         let now_shown = current.with(|p| p.as_ref().map(|p| p.id));
         if now_shown != shown.flatten() {
-            armed.set(false);
             if let Some(prompt) = current.get_untracked() {
                 let wait = (prompt.armed_at - js_now()).max(0.0) as u64;
+                let id = prompt.id;
                 set_timeout(
-                    move || armed.set(true),
+                    move || armed.set(Some(id)),
                     std::time::Duration::from_millis(wait + 10),
                 );
                 // Focus moves into the panel (onto it, not onto Approve: a held Enter or
@@ -44,6 +45,12 @@ pub fn ApprovalPanel(view: HostView, decide: Callback<(u64, Choice)>) -> impl In
             ev.prevent_default();
             ev.stop_propagation();
             decide.run((prompt.id, Choice::Decline));
+        } else if ev.key() == "Tab" {
+            // A modal panel keeps focus among its own controls.
+            #[cfg(feature = "hydrate")]
+            if let Some(panel) = panel.get_untracked() {
+                keep_focus_within(&panel, &ev);
+            }
         }
     };
     move || {
@@ -72,7 +79,7 @@ pub fn ApprovalPanel(view: HostView, decide: Callback<(u64, Choice)>) -> impl In
                             <button
                                 type="button"
                                 class="primary"
-                                prop:disabled=move || !armed.get()
+                                prop:disabled=move || armed.get() != Some(id)
                                 on:click=move |_| decide.run((id, Choice::Approve))
                             >"Approve"</button>
                         })}
@@ -83,6 +90,42 @@ pub fn ApprovalPanel(view: HostView, decide: Callback<(u64, Choice)>) -> impl In
                 </section>
             }
         })
+    }
+}
+
+/// Tab past the last enabled button goes to the first, Shift+Tab before the first to the
+/// last.
+#[cfg(feature = "hydrate")]
+fn keep_focus_within(panel: &web_sys::HtmlElement, ev: &leptos::ev::KeyboardEvent) {
+    use leptos::wasm_bindgen::JsCast;
+    let Ok(buttons) = panel.query_selector_all("button:not([disabled])") else {
+        return;
+    };
+    let buttons: Vec<web_sys::HtmlElement> = (0..buttons.length())
+        .filter_map(|i| buttons.item(i))
+        .filter_map(|node| node.dyn_into().ok())
+        .collect();
+    let (Some(first), Some(last)) = (buttons.first(), buttons.last()) else {
+        ev.prevent_default();
+        return;
+    };
+    let active = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.active_element());
+    let on = |b: &web_sys::HtmlElement| {
+        active
+            .as_ref()
+            .is_some_and(|a| a.is_same_node(Some(b.unchecked_ref())))
+    };
+    let on_panel = active
+        .as_ref()
+        .is_some_and(|a| a.is_same_node(Some(panel.unchecked_ref())));
+    if ev.shift_key() && (on(first) || on_panel) {
+        ev.prevent_default();
+        let _ = last.focus();
+    } else if !ev.shift_key() && on(last) {
+        ev.prevent_default();
+        let _ = first.focus();
     }
 }
 
@@ -100,9 +143,14 @@ fn js_now() -> f64 {
 fn title(prompt: &Prompt) -> String {
     match &prompt.ask {
         Ask::ToolCall {
-            from_action: true, ..
-        } => "Run this action?".into(),
-        Ask::ToolCall { .. } => "The app asks to run a tool that changes things".into(),
+            tool,
+            server,
+            from_action: true,
+            ..
+        } => format!("Run the action {tool} on {server}?"),
+        Ask::ToolCall { tool, server, .. } => {
+            format!("The app asks to run {tool} on {server}, which changes things")
+        }
         Ask::OpenLink { .. } => "The app asks to open a link".into(),
         Ask::Download { .. } => "The app asks to save files".into(),
         Ask::Clipboard { .. } => "The app asks to copy text".into(),

@@ -84,6 +84,11 @@ pub struct ActionView {
     pub drawn: bool,
     #[serde(default)]
     pub why: Option<String>,
+    /// The tool's own title and description, for a drawn action.
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 /// One `notifications/message` from the page.

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use app::apps::actions::{self, Vetted};
+use app::apps::actions;
 use app::apps::ssr::approval_store;
 use app::auth::ssr::context::RequestContext;
 use app::auth::ssr::session::{SessionPerson, signed_in_person};
@@ -137,7 +137,8 @@ async fn call_tool(
         .into_response())
 }
 
-/// The island actions `answer` proposes, vetted: each decided as the app's own call of that
+/// The island actions `answer` proposes, vetted (`actions::Vetted`, with the title and
+/// description of each drawn action's tool): each decided as the app's own call of that
 /// tool would be, for this person and slug, from the same memo the call itself is decided
 /// from (a button the host draws must not run what the page could not).
 async fn island_actions(
@@ -145,7 +146,7 @@ async fn island_actions(
     ctx: &RequestContext,
     slug: &str,
     answer: &ToolAnswer,
-) -> Result<Vec<Vetted>, AppError> {
+) -> Result<Vec<Value>, AppError> {
     let proposed = answer
         .result
         .meta
@@ -169,12 +170,25 @@ async fn island_actions(
         .await?
         .into_iter()
         .collect();
-    Ok(actions::decide_each(proposals, |tool| {
+    let vetted = actions::decide_each(proposals, |tool| {
         decisions
             .get(tool)
             .copied()
             .unwrap_or(Decision::Refuse(Refusal::UnknownTool))
-    }))
+    });
+    // What a drawn action's tool says of itself, for the approval panel the host shows when
+    // the person presses it.
+    let mut shown = Vec::with_capacity(vetted.len());
+    for action in vetted {
+        let mut value = serde_json::to_value(&action).map_err(AppError::internal)?;
+        if action.drawn {
+            let words = approval_store::tool_words(pool, slug, &action.tool).await?;
+            value["title"] = json!(words.title);
+            value["description"] = json!(words.description);
+        }
+        shown.push(value);
+    }
+    Ok(shown)
 }
 
 /// `call` for the person of a console session, with the console's upstream sessions; it

@@ -103,8 +103,8 @@ fn show_actions(session: &Shared, answer: &Value) {
     view(session).actions.set(actions);
 }
 
-/// The person pressed a drawn island action: the same call route, and the same approval
-/// panel when the policy asks, bound to exactly this call.
+/// The person pressed a drawn island action: the approval panel first, bound to exactly
+/// this call (whether or not the tool writes), then the call with the console's approval.
 pub(super) fn press_action(session: &Shared, index: usize) {
     let Some(action) = view(session)
         .actions
@@ -115,28 +115,19 @@ pub(super) fn press_action(session: &Shared, index: usize) {
     else {
         return;
     };
-    let arguments = action.arguments.as_object().cloned().unwrap_or_default();
-    let session = session.clone();
-    wasm_bindgen_futures::spawn_local(async move {
-        match call(&slug(&session), &action.tool, &arguments, None).await {
-            Answer::Ran(answer) => action_done(&session, &action.label, &answer),
-            Answer::NeedsApproval(details) => {
-                let pending = PendingCall {
-                    reply_to: None,
-                    label: Some(action.label.clone()),
-                    name: action.tool.clone(),
-                    arguments,
-                    progress_token: None,
-                };
-                prompts::approve_call(&session, pending, &details);
-            }
-            Answer::Refused(message) => {
-                view(&session)
-                    .outcome
-                    .set(Some(format!("{}: {message}", action.label)));
-            }
-        }
+    let pending = PendingCall {
+        reply_to: None,
+        label: Some(action.label.clone()),
+        name: action.tool.clone(),
+        arguments: action.arguments.as_object().cloned().unwrap_or_default(),
+        progress_token: None,
+    };
+    let details = json!({
+        "title": action.title,
+        "description": action.description.unwrap_or_default(),
+        "arguments": action.arguments,
     });
+    prompts::approve_call(session, pending, &details);
 }
 
 /// Says what an island action's call did.
@@ -148,7 +139,10 @@ pub(super) fn action_done(session: &Shared, label: &str, answer: &Value) {
         format!("{label}: done.")
     };
     view(session).outcome.set(Some(said));
-    show_actions(session, answer);
+    // An action's result replaces the island only when it proposes actions of its own.
+    if answer["actions"].as_array().is_some_and(|a| !a.is_empty()) {
+        show_actions(session, answer);
+    }
 }
 
 /// The host-initiated call of the declaring tool (the server checks it is read-only), then

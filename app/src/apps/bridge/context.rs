@@ -122,18 +122,23 @@ fn styles() -> Map<String, Value> {
     let Ok(Some(computed)) = window.get_computed_style(&root) else {
         return variables;
     };
+    // Declared values may span lines; the app gets them on one.
+    let one_line = |value: String| value.split_whitespace().collect::<Vec<_>>().join(" ");
     for (standard, console) in STYLE_VARIABLES {
         if let Ok(value) = computed.get_property_value(console) {
-            let value = value.trim();
+            let value = one_line(value);
             if !value.is_empty() {
                 variables.insert(standard.into(), json!(value));
             }
         }
     }
-    if let Ok(font) = computed.get_property_value("font-family")
+    // The console's text face is the body's.
+    let body = window.document().and_then(|d| d.body());
+    if let Some(Ok(Some(style))) = body.map(|b| window.get_computed_style(&b))
+        && let Ok(font) = style.get_property_value("font-family")
         && !font.trim().is_empty()
     {
-        variables.insert("--font-sans".into(), json!(font.trim()));
+        variables.insert("--font-sans".into(), json!(one_line(font)));
     }
     variables
 }
