@@ -152,7 +152,12 @@ async fn each_proposed_action_is_drawn_or_says_why_not(pool: PgPool) {
     assert_eq!(
         answer["actions"][0],
         json!({"label": "Show", "tool": "show-widget", "arguments": {"label": "again"},
-            "kind": "primary", "drawn": true, "why": null})
+            "kind": "primary", "drawn": true, "why": null,
+            "title": null, "description": "Shows the widget"})
+    );
+    assert!(
+        answer["actions"][1].get("description").is_none(),
+        "only a drawn action carries its tool's words"
     );
     assert_eq!(answer["actions"][1]["kind"], "danger");
     assert_eq!(
