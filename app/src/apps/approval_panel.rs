@@ -19,22 +19,22 @@ pub fn ApprovalPanel(view: HostView, decide: Callback<(u64, Choice)>) -> impl In
     let armed: RwSignal<Option<u64>> = RwSignal::new(None);
     Effect::new(move |shown: Option<Option<u64>>| {
         let now_shown = current.with(|p| p.as_ref().map(|p| p.id));
-        if now_shown != shown.flatten() {
-            if let Some(prompt) = current.get_untracked() {
-                let wait = (prompt.armed_at - js_now()).max(0.0) as u64;
-                let id = prompt.id;
-                set_timeout(
-                    move || armed.set(Some(id)),
-                    std::time::Duration::from_millis(wait + 10),
-                );
-                // Focus moves into the panel (onto it, not onto Approve: a held Enter or
-                // Space must not land on a control).
-                request_animation_frame(move || {
-                    if let Some(panel) = panel.get_untracked() {
-                        let _ = panel.focus();
-                    }
-                });
-            }
+        if now_shown != shown.flatten()
+            && let Some(prompt) = current.get_untracked()
+        {
+            let wait = (prompt.armed_at - js_now()).max(0.0) as u64;
+            let id = prompt.id;
+            set_timeout(
+                move || armed.set(Some(id)),
+                std::time::Duration::from_millis(wait + 10),
+            );
+            // Focus moves into the panel (onto it, not onto Approve: a held Enter or Space
+            // must not land on a control).
+            request_animation_frame(move || {
+                if let Some(panel) = panel.get_untracked() {
+                    let _ = panel.focus();
+                }
+            });
         }
         now_shown
     });

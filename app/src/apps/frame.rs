@@ -32,6 +32,8 @@ pub struct FrameHandle {
     >,
 }
 
+// Derivable only where the bridge is not compiled in.
+#[cfg_attr(not(feature = "hydrate"), allow(clippy::derivable_impls))]
 impl Default for FrameHandle {
     fn default() -> Self {
         Self {

@@ -64,14 +64,16 @@ pub async fn list_audit(
     let since = time_filter(since.as_deref(), "since").map_err(|e| responder.fail(e))?;
     let until = time_filter(until.as_deref(), "until").map_err(|e| responder.fail(e))?;
     let text = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-    let rows: Vec<(
+    // id, at, actor, kind, slug, payload.
+    type Row = (
         i64,
         time::OffsetDateTime,
         Option<String>,
         String,
         Option<String>,
         serde_json::Value,
-    )> = sqlx::query_as(
+    );
+    let rows: Vec<Row> = sqlx::query_as(
         "SELECT id, at, actor_email, kind, slug, payload FROM audit_log
              WHERE ($1::timestamptz IS NULL OR at >= $1)
                AND ($2::timestamptz IS NULL OR at < $2)

@@ -6,10 +6,10 @@ use crate::error::AppError;
 /// Sets the status of the response being rendered (no-op in the browser).
 fn set_status(_status: u16) {
     #[cfg(feature = "ssr")]
-    if let Some(options) = use_context::<leptos_axum::ResponseOptions>() {
-        if let Ok(status) = http::StatusCode::from_u16(_status) {
-            options.set_status(status);
-        }
+    if let Some(options) = use_context::<leptos_axum::ResponseOptions>()
+        && let Ok(status) = http::StatusCode::from_u16(_status)
+    {
+        options.set_status(status);
     }
 }
 

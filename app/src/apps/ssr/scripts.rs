@@ -149,10 +149,10 @@ pub fn with_base_target(html: &str) -> String {
     let mut at = 0;
     while let Some(offset) = lower[at..].find("<head") {
         let start = at + offset;
-        if let Some((name, end)) = start_tag(&lower, start) {
-            if name == "head" {
-                return format!("{}{BASE}{}", &html[..end], &html[end..]);
-            }
+        if let Some((name, end)) = start_tag(&lower, start)
+            && name == "head"
+        {
+            return format!("{}{BASE}{}", &html[..end], &html[end..]);
         }
         at = start + 5;
     }

@@ -4,8 +4,11 @@ use sqlx::PgExecutor;
 
 use crate::entitlements::policy::{Policy, ToolList, WritingRule};
 
+/// A policy row: the playground's tools, the apps' tools (`None`: all) and the writing rule.
+type PolicyRow = (Option<Vec<String>>, Option<Vec<String>>, String);
+
 pub async fn get(db: impl PgExecutor<'_>, slug: &str) -> Result<Policy, sqlx::Error> {
-    let row: Option<(Option<Vec<String>>, Option<Vec<String>>, String)> = sqlx::query_as(
+    let row: Option<PolicyRow> = sqlx::query_as(
         "SELECT playground_tools, app_tools, writing_from_apps FROM tool_policies WHERE slug = $1",
     )
     .bind(slug)
