@@ -807,17 +807,16 @@ fn rewrite_tool_meta(definition: &mut Value, slug: &str, apps: bool) {
             false
         }
     };
-    if let Some(flat) = meta.get_mut("ui/resourceUri") {
-        if !rewrite(flat) {
-            meta.remove("ui/resourceUri");
-        }
+    if let Some(flat) = meta.get_mut("ui/resourceUri")
+        && !rewrite(flat)
+    {
+        meta.remove("ui/resourceUri");
     }
-    if let Some(ui) = meta.get_mut("ui").and_then(Value::as_object_mut) {
-        if let Some(uri) = ui.get_mut("resourceUri") {
-            if !rewrite(uri) {
-                ui.remove("resourceUri");
-            }
-        }
+    if let Some(ui) = meta.get_mut("ui").and_then(Value::as_object_mut)
+        && let Some(uri) = ui.get_mut("resourceUri")
+        && !rewrite(uri)
+    {
+        ui.remove("resourceUri");
     }
 }
 

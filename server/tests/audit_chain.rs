@@ -421,8 +421,7 @@ async fn strad_with_unknown_arguments_prints_usage_and_exits_2(pool: PgPool) {
 
 const EXPORTS: [&str; 2] = ["/audit/export.csv", "/audit/export.json"];
 
-/// A browser signed in as the local admin, then left with only `roles` (and member).
-
+/// One export of `path` with `query`, as `browser` sees it.
 async fn export(
     app: &TestApp,
     browser: &reqwest::Client,

@@ -6,8 +6,15 @@ mod support;
 use sqlx::PgPool;
 use support::*;
 
-/// Server functions and the roles that may call them (empty: any signed-in person).
-const SERVER_FNS: &[(&str, &[&str], &[(&str, &str)])] = &[
+/// A server function, the roles that may call it (empty: any signed-in person) and a body.
+type ServerFn = (
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+);
+
+/// Server functions and the roles that may call them.
+const SERVER_FNS: &[ServerFn] = &[
     ("people", &["admin"], &[]),
     ("servers/list", &["admin"], &[]),
     ("servers/get", &["admin"], &[("slug", "x")]),

@@ -789,10 +789,7 @@ async fn a_client_that_asks_for_the_stateless_revision_falls_back_to_a_session(p
             },
         )
         .await;
-    let error = refused
-        .err()
-        .expect("discover must not succeed")
-        .to_string();
+    let error = refused.expect_err("discover must not succeed").to_string();
     assert!(
         !error.contains("429"),
         "refused for its revision, not its rate: {error}"

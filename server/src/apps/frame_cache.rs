@@ -38,15 +38,13 @@ impl PreparedFrame {
 /// (Postgres' `xmin`: any write to the row, a refresh or a tampering, makes a new one).
 /// Bounded by total bytes; past it, everything is dropped and prepared again on demand.
 #[derive(Default)]
-pub struct FrameCache(
-    std::sync::Mutex<(
-        std::collections::HashMap<
-            (uuid::Uuid, String, String),
-            (String, std::sync::Arc<PreparedFrame>),
-        >,
-        usize,
-    )>,
-);
+pub struct FrameCache(std::sync::Mutex<(Frames, usize)>);
+
+/// (person, server, resource) → (the pin row's version, the frame prepared from it).
+type Frames = std::collections::HashMap<
+    (uuid::Uuid, String, String),
+    (String, std::sync::Arc<PreparedFrame>),
+>;
 
 const FRAME_CACHE_BYTES: usize = 64 * 1024 * 1024;
 

@@ -33,13 +33,11 @@ pub async fn complete_sign_in(
     if bootstrap_admins
         .iter()
         .any(|admin| admin.eq_ignore_ascii_case(&identity.email))
+        && users::grant_role(&mut *tx, user.id, Role::Admin).await?
     {
-        if users::grant_role(&mut *tx, user.id, Role::Admin).await? {
-            tracing::info!(user.email = %identity.email, "bootstrap admin granted the admin role");
-            let payload =
-                json!({"email": user.email, "role": "admin", "reason": "bootstrap admin"});
-            writer::append(&mut tx, &Actor::system(), "role_granted", None, &payload).await?;
-        }
+        tracing::info!(user.email = %identity.email, "bootstrap admin granted the admin role");
+        let payload = json!({"email": user.email, "role": "admin", "reason": "bootstrap admin"});
+        writer::append(&mut tx, &Actor::system(), "role_granted", None, &payload).await?;
     }
     for role in extra_roles {
         users::grant_role(&mut *tx, user.id, *role).await?;

@@ -97,16 +97,16 @@ impl Oidc {
 
     /// The discovered client, fetched on first use and again once it is stale.
     pub async fn client(&self) -> Result<Arc<DiscoveredClient>, DiscoveryError> {
-        if let Some((at, client)) = self.client.read().await.as_ref() {
-            if at.elapsed() < METADATA_TTL {
-                return Ok(client.clone());
-            }
+        if let Some((at, client)) = self.client.read().await.as_ref()
+            && at.elapsed() < METADATA_TTL
+        {
+            return Ok(client.clone());
         }
         let mut slot = self.client.write().await;
-        if let Some((at, client)) = slot.as_ref() {
-            if at.elapsed() < METADATA_TTL {
-                return Ok(client.clone());
-            }
+        if let Some((at, client)) = slot.as_ref()
+            && at.elapsed() < METADATA_TTL
+        {
+            return Ok(client.clone());
         }
         let issuer = IssuerUrl::new(self.config.issuer.as_str().trim_end_matches('/').to_owned())
             .map_err(|e| DiscoveryError::Url(e.to_string()))?;
@@ -283,11 +283,11 @@ async fn verify_callback(
     }
     // RFC 9207: when the issuer names itself on the callback, it must be ours (stops an
     // issuer mix-up). oidc-provider and Google both send it.
-    if let Some(iss) = query.iss {
-        if iss.trim_end_matches('/') != oidc.config.issuer.as_str().trim_end_matches('/') {
-            tracing::warn!("sign-in callback from another issuer");
-            return Err(SignInError::Token);
-        }
+    if let Some(iss) = query.iss
+        && iss.trim_end_matches('/') != oidc.config.issuer.as_str().trim_end_matches('/')
+    {
+        tracing::warn!("sign-in callback from another issuer");
+        return Err(SignInError::Token);
     }
     let code = query.code.ok_or(SignInError::Exchange)?;
 

@@ -12,8 +12,8 @@ use crate::state::ServerState;
 /// sign people out: the write gate refuses it before it gets here.)
 pub async fn sign_out(State(state): State<ServerState>, session: Session) -> Response {
     // Who is leaving, for the audit log; an anonymous sign-out records nothing.
-    if let Ok(Some(ctx)) = RequestContext::from_session(&state.app.pool, &session).await {
-        if let Err(err) = writer::append_alone(
+    if let Ok(Some(ctx)) = RequestContext::from_session(&state.app.pool, &session).await
+        && let Err(err) = writer::append_alone(
             &state.app.pool,
             &ctx.actor(),
             "sign_out",
@@ -21,9 +21,8 @@ pub async fn sign_out(State(state): State<ServerState>, session: Session) -> Res
             &serde_json::json!({}),
         )
         .await
-        {
-            tracing::error!(error.message = %err, "could not record the sign-out");
-        }
+    {
+        tracing::error!(error.message = %err, "could not record the sign-out");
     }
     if let Err(err) = session.flush().await {
         tracing::error!(error.message = %err, "could not delete the session");
