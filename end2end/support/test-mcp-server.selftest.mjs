@@ -164,6 +164,7 @@ await step('connects and initializes with a session id', async () => {
   assert.deepEqual(client.getServerCapabilities(), {
     tools: { listChanged: true },
     resources: { listChanged: true },
+    prompts: { listChanged: true },
   });
   assert.equal(client.getServerVersion()?.name, 'strad-test-mcp-server');
 });
