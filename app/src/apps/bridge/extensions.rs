@@ -12,8 +12,8 @@ use super::{Shared, context, display_mode, notification, send, tell, view};
 const FORWARDED_KEYS: [&str; 5] = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Escape"];
 
 /// ← → ↑ ↓ and Esc pressed on the host page outside a text field go to the app — except
-/// while the host asks the person something (the app is inert then), and Esc in full
-/// screen, which returns the app inline.
+/// while the host asks the person something (the app is inert then) or in the panel that
+/// asks, and Esc in full screen, which returns the app inline.
 pub(super) fn forward_key(session: &Shared, event: &web_sys::KeyboardEvent) {
     let key = event.key();
     if !FORWARDED_KEYS.contains(&key.as_str())
@@ -21,6 +21,7 @@ pub(super) fn forward_key(session: &Shared, event: &web_sys::KeyboardEvent) {
         || event.alt_key()
         || event.meta_key()
         || in_text_field(event.target())
+        || in_host_panel(event.target())
         || !view(session).prompts.get_untracked().is_empty()
     {
         return;
@@ -31,6 +32,15 @@ pub(super) fn forward_key(session: &Shared, event: &web_sys::KeyboardEvent) {
         return;
     }
     tell(session, notification("x-strad/key", json!({"key": key})));
+}
+
+/// A key pressed in the host's own approval panel is the panel's (Esc there declines).
+fn in_host_panel(target: Option<web_sys::EventTarget>) -> bool {
+    use leptos::wasm_bindgen::JsCast;
+    target
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|e| e.closest(".approval-panel").ok().flatten())
+        .is_some()
 }
 
 fn in_text_field(target: Option<web_sys::EventTarget>) -> bool {
