@@ -1,4 +1,4 @@
-// Accessibility (issue 7): axe-core finds no serious or critical violation on the console's
+// Accessibility: axe-core finds no serious or critical violation on the console's
 // main pages, and the app card's Load → Inspect → Close path works from the keyboard alone.
 import { test, expect } from './fixtures.mjs';
 import { createRequire } from 'node:module';

@@ -1,5 +1,5 @@
 // Real MCP Apps built on the official SDK, served by the npm example servers, rendered in
-// strad's sandboxed frame: the compatibility proof (issue 5).
+// strad's sandboxed frame: the compatibility proof.
 import { test, expect, startExample } from './fixtures.mjs';
 
 async function setUp(page, strad, slug, url, markTools) {

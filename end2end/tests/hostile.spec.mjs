@@ -1,4 +1,4 @@
-// The hostile-app suite (issue 6): one app of the project's own (support/hostile-app.html)
+// The hostile-app suite: one app of the project's own (support/hostile-app.html)
 // runs the attack its address names, in the real browser, inside strad's frame; each test
 // asserts the attack failed — on the page's own report, on a canary server that counts every
 // request that got out, on the console's address, and on the MCP server's call log.

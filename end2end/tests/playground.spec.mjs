@@ -1,4 +1,4 @@
-// The playground and its app cards (issue 7), in Debian's Chromium, against the real
+// The playground and its app cards, in Debian's Chromium, against the real
 // budget-allocator example server and strad's own test server.
 import { test, expect, startExample } from './fixtures.mjs';
 import { execFileSync } from 'node:child_process';
