@@ -1,5 +1,6 @@
 //! The command line: `strad` serves; `strad audit verify` checks the audit chain (SPEC §10)
-//! and exits 0 when it is intact, 1 when a row is broken, 2 on a usage or start-up error.
+//! and exits 0 when it is intact, 1 when a row is broken, 2 on a usage or start-up error;
+//! `strad demo-server` speaks the demo MCP Apps server on stdio (local mode starts it).
 
 use app::audit::ChainReport;
 use app::audit::ssr::chain;
@@ -7,12 +8,13 @@ use app::audit::ssr::chain;
 use crate::config::Config;
 use crate::db;
 
-pub const USAGE: &str = "usage: strad [audit verify]";
+pub const USAGE: &str = "usage: strad [audit verify | demo-server]";
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Command {
     Serve,
     AuditVerify,
+    DemoServer,
 }
 
 impl Command {
@@ -22,6 +24,7 @@ impl Command {
         match args.as_slice() {
             [] => Some(Command::Serve),
             ["audit", "verify"] => Some(Command::AuditVerify),
+            ["demo-server"] => Some(Command::DemoServer),
             _ => None,
         }
     }
@@ -77,11 +80,12 @@ mod tests {
     }
 
     #[test]
-    fn audit_verify_is_the_only_subcommand() {
+    fn audit_verify_and_demo_server_are_the_only_subcommands() {
         assert_eq!(
             Command::parse(&["audit", "verify"]),
             Some(Command::AuditVerify)
         );
+        assert_eq!(Command::parse(&["demo-server"]), Some(Command::DemoServer));
         for args in [
             &["audit"][..],
             &["verify"],
@@ -89,6 +93,7 @@ mod tests {
             &["audit", "Verify"],
             &["--help"],
             &["serve"],
+            &["demo-server", "--stdio"],
         ] {
             assert_eq!(Command::parse(args), None, "{args:?}");
         }

@@ -14,20 +14,15 @@ async fn run() -> anyhow::Result<()> {
         eprintln!("{}", cli::USAGE);
         std::process::exit(2);
     };
-    let config = match Config::load() {
-        Ok(config) => config,
-        Err(err) => {
-            eprintln!("strad cannot start: {err}");
-            std::process::exit(2);
-        }
-    };
     match command {
+        // A child of the console on stdio: it needs no configuration.
+        Command::DemoServer => strad_server::demo::serve_stdio().await,
         Command::Serve => {
-            let app = Application::build(config).await?;
+            let app = Application::build(load_config()).await?;
             app.run_until_stopped().await?;
             Ok(())
         }
-        Command::AuditVerify => match cli::run_audit_verify(&config).await {
+        Command::AuditVerify => match cli::run_audit_verify(&load_config()).await {
             Ok(code) => std::process::exit(code),
             Err(err) => {
                 eprintln!("strad audit verify: {err:#}");
@@ -35,4 +30,12 @@ async fn run() -> anyhow::Result<()> {
             }
         },
     }
+}
+
+/// The configuration, or exit 2 with the reason.
+fn load_config() -> Config {
+    Config::load().unwrap_or_else(|err| {
+        eprintln!("strad cannot start: {err}");
+        std::process::exit(2);
+    })
 }

@@ -97,6 +97,25 @@ pub async fn sync_declared(pool: &PgPool, declared: &[DeclaredServer]) -> Result
     tx.commit().await
 }
 
+/// The demo server (`strad demo-server`, this very binary on stdio) as local mode declares
+/// it: approved for tools and apps. `None` when strad cannot name its own executable.
+pub fn demo_server() -> Option<DeclaredServer> {
+    let exe = std::env::current_exe().ok()?.to_str()?.to_owned();
+    Some(DeclaredServer {
+        slug: DEMO_SLUG.into(),
+        display_name: "Demo: clock and notes".into(),
+        transport: DeclaredTransport::Stdio {
+            command: vec![exe, "demo-server".into()],
+        },
+        capabilities: vec!["tools".into(), "apps".into()],
+        enabled: true,
+        env: Vec::new(),
+    })
+}
+
+/// The demo's slug; a server the file declares under it wins over the demo.
+pub const DEMO_SLUG: &str = "demo";
+
 /// The `env` of each declared stdio server, for the hub that starts them.
 pub fn declared_env(declared: &[DeclaredServer]) -> DeclaredEnv {
     DeclaredEnv::new(

@@ -138,7 +138,7 @@ mod support {
 pub async fn grant_entitlement(slug: String, grantee: String) -> Result<(), AppError> {
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
-    use crate::entitlements::ssr::grants;
+    use crate::entitlements::ssr::entitle;
     use crate::error::Responder;
     use crate::servers::ssr::registry;
     let state = crate::state::AppState::from_context()?;
@@ -149,18 +149,7 @@ pub async fn grant_entitlement(slug: String, grantee: String) -> Result<(), AppE
     registry::get_server(&mut *tx, &slug)
         .await?
         .ok_or_else(|| responder.fail(AppError::NotFound))?;
-    if let Some(row) = grants::grant(&mut *tx, &slug, &grantee, ctx.user.id).await? {
-        let payload =
-            serde_json::json!({"grant_id": row.id, "email": row.email, "domain": row.domain});
-        crate::audit::ssr::writer::append(
-            &mut tx,
-            &ctx.actor(),
-            "entitlement_granted",
-            Some(&slug),
-            &payload,
-        )
-        .await?;
-    }
+    entitle::grant(&mut tx, &ctx.actor(), &slug, &grantee, ctx.user.id, None).await?;
     tx.commit().await?;
     Ok(())
 }

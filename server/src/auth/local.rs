@@ -4,18 +4,23 @@
 
 use std::sync::Mutex;
 
-use app::auth::ssr::users::VerifiedIdentity;
+use app::audit::ssr::writer::Actor;
+use app::auth::ssr::users::{UserRow, VerifiedIdentity};
 use app::auth::{Role, SignInError};
+use app::entitlements::ssr::entitle;
+use app::entitlements::ssr::grants::Grantee;
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use rand::RngCore;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use sqlx::PgPool;
 use subtle::ConstantTimeEq;
 use tower_sessions::Session;
 
-use super::complete::complete_sign_in;
+use super::complete::{CompleteError, complete_sign_in};
 use super::refused;
+use crate::config::DeclaredServer;
 use crate::state::ServerState;
 
 pub const LOCAL_ISSUER: &str = "strad:local";
@@ -105,13 +110,44 @@ pub async fn sign_in(
     )
     .await;
     announce(&links.mint());
+    let result = match result {
+        Ok(user) => entitle_to_declared(&state.app.pool, &user, &state.config.servers)
+            .await
+            .map_err(CompleteError::from),
+        Err(err) => Err(err),
+    };
     match result {
-        Ok(_) => Redirect::to("/").into_response(),
+        Ok(()) => Redirect::to("/").into_response(),
         Err(err) => {
             tracing::error!(error.message = %err, "could not complete the local sign-in");
             refused(SignInError::Unavailable).into_response()
         }
     }
+}
+
+/// The person at the keyboard owns the machine: local mode entitles its admin to every
+/// server the file declares (the demo among them), granted by themself and audited, so a
+/// declared server is on the home page without a trip to the admin pages.
+async fn entitle_to_declared(
+    pool: &PgPool,
+    user: &UserRow,
+    servers: &[DeclaredServer],
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let actor = Actor::person(user.id, &user.email);
+    let grantee = Grantee::Person(user.email.clone());
+    for server in servers.iter().filter(|server| server.enabled) {
+        entitle::grant(
+            &mut tx,
+            &actor,
+            &server.slug,
+            &grantee,
+            user.id,
+            Some("local mode: declared in the file"),
+        )
+        .await?;
+    }
+    tx.commit().await
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 pub mod authorize;
+pub mod entitle;
 pub mod grants;
 pub mod marks;
 pub mod policies;
