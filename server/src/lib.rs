@@ -4,12 +4,12 @@
 pub mod apps;
 pub mod audit_export;
 pub mod auth;
+pub mod authority_cache;
 pub mod cli;
 pub mod config;
 pub mod db;
 pub mod demo;
 pub mod health;
-pub mod memo;
 pub mod prefetch;
 pub mod relay;
 pub mod runtime;
@@ -21,6 +21,9 @@ pub mod state;
 pub mod telemetry;
 pub mod tool_call;
 pub mod write_gate;
+
+/// `authority_cache` under its former name, for the integration tests' harness.
+pub use authority_cache as memo;
 
 /// mimalloc rather than glibc's allocator, for every binary built on this crate (strad, and
 /// the tests and benchmarks that run it in process). A tool call allocates and frees a few
