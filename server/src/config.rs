@@ -9,6 +9,7 @@ mod approvals;
 mod audit;
 mod auth;
 mod database;
+mod demo;
 mod discovery;
 mod environment;
 mod http;
@@ -62,6 +63,8 @@ pub struct Config {
     /// its commit (`writer::Flush`).
     pub audit_calls_flush: app::audit::ssr::writer::Flush,
     pub approvals: ApprovalsConfig,
+    /// Local mode declares strad's own demo server (`STRAD_DEMO`, on by default there).
+    pub demo: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -107,6 +110,7 @@ struct FileConfig {
     approvals: approvals::FileApprovals,
     #[serde(default)]
     servers: Vec<servers::FileServer>,
+    demo: Option<bool>,
 }
 
 impl Config {
@@ -152,6 +156,7 @@ impl Config {
         let audit_calls_flush = audit::load(file.audit, &env)?;
         let approvals = approvals::load(file.approvals, &env)?;
         let servers = servers::load(file.servers)?;
+        let demo = demo::load(file.demo, &env, auth.oidc.is_none())?;
 
         Ok(Config {
             discovery,
@@ -162,6 +167,7 @@ impl Config {
             servers,
             audit_calls_flush,
             approvals,
+            demo,
             http,
             database,
             auth,

@@ -97,9 +97,21 @@ pub async fn sync_declared(pool: &PgPool, declared: &[DeclaredServer]) -> Result
     tx.commit().await
 }
 
+/// Adds the demo server to the declared ones, unless the file declares its slug (the file
+/// wins) or strad cannot name its own executable.
+pub fn declare_demo(declared: &mut Vec<DeclaredServer>) {
+    if declared.iter().any(|server| server.slug == DEMO_SLUG) {
+        return;
+    }
+    match demo_server() {
+        Some(demo) => declared.push(demo),
+        None => tracing::warn!("strad cannot name its own executable; no demo server"),
+    }
+}
+
 /// The demo server (`strad demo-server`, this very binary on stdio) as local mode declares
 /// it: approved for tools and apps. `None` when strad cannot name its own executable.
-pub fn demo_server() -> Option<DeclaredServer> {
+fn demo_server() -> Option<DeclaredServer> {
     let exe = std::env::current_exe().ok()?.to_str()?.to_owned();
     Some(DeclaredServer {
         slug: DEMO_SLUG.into(),

@@ -74,6 +74,10 @@ impl Application {
         listener: TcpListener,
     ) -> anyhow::Result<Self> {
         db::migrate(&pool).await?;
+        let mut config = config;
+        if config.demo {
+            crate::servers::declare_demo(&mut config.servers);
+        }
         let config = Arc::new(config);
         let approval_secret = match &config.approvals.secret {
             Some(secret) => ApprovalSecret::new(secret.expose().as_bytes().to_vec())

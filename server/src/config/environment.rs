@@ -59,8 +59,8 @@ pub(super) fn split_list(raw: &str) -> Vec<String> {
 
 pub(super) fn parse_bool(raw: &str) -> Option<bool> {
     match raw.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" => Some(true),
-        "false" | "0" | "no" => Some(false),
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
         _ => None,
     }
 }

@@ -162,6 +162,8 @@ pub async fn spawn_app_with(
         "STRAD_SITE_ROOT".into(),
         "target/site-absent-in-tests".into(),
     );
+    // The demo server is this binary on stdio; a test binary is not strad.
+    env.insert("STRAD_DEMO".into(), "off".into());
     for (key, value) in extra_env {
         env.insert(key.to_string(), value.to_string());
     }
