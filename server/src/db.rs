@@ -54,7 +54,7 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("session store migration failed: {e}"))?;
     // The session table is the store's, made after strad's migrations: its announcement
-    // (`memo`) is added here, every start, in a form that may run again.
+    // (`authority_cache`) is added here, every start, in a form that may run again.
     sqlx::raw_sql(SESSION_CHANGES)
         .execute(pool)
         .await
@@ -62,7 +62,7 @@ pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A changed or deleted session announces its id on `memo::CHANNEL`. One statement list, so
+/// A changed or deleted session announces its id on `authority_cache::CHANNEL`. One statement list, so
 /// one transaction: instances starting together take turns (the lock) instead of failing on
 /// each other's DDL.
 const SESSION_CHANGES: &str = "

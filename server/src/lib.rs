@@ -4,11 +4,11 @@
 pub mod apps;
 pub mod audit_export;
 pub mod auth;
+pub mod authority_cache;
 pub mod cli;
 pub mod config;
 pub mod db;
 pub mod health;
-pub mod memo;
 pub mod prefetch;
 pub mod relay;
 pub mod runtime;
@@ -20,6 +20,9 @@ pub mod state;
 pub mod telemetry;
 pub mod tool_call;
 pub mod write_gate;
+
+/// The path the integration tests' harness reaches `authority_cache` by.
+pub use authority_cache as memo;
 
 /// mimalloc rather than glibc's allocator, for every binary built on this crate (strad, and
 /// the tests and benchmarks that run it in process). A tool call allocates and frees a few

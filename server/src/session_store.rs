@@ -1,8 +1,8 @@
 //! The session store: tower-sessions' PostgreSQL store, with sessions remembered in memory
-//! (`memo::Memos::sessions`) under the rules of `memo`. This strad forgets a session it
-//! saves, creates or deletes once the write is done; a change made anywhere else is
-//! announced by the session table's trigger (`db::migrate`). A remembered session is used
-//! only until its expiry, as the store's own query would.
+//! (`authority_cache::Memos::sessions`) under the rules of `authority_cache`. This strad
+//! forgets a session it saves, creates or deletes once the write is done; a change made
+//! anywhere else is announced by the session table's trigger (`db::migrate`). A remembered
+//! session is used only until its expiry, as the store's own query would.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
 use tower_sessions_sqlx_store::PostgresStore;
 
-use crate::memo::Memos;
+use crate::authority_cache::Memos;
 
 #[derive(Clone)]
 pub struct RememberingStore {

@@ -128,8 +128,10 @@ impl Application {
             changed,
             config.discovery.interval,
         );
-        let memos = Arc::new(crate::memo::Memos::new(crate::memo::FRESH_FOR));
-        crate::memo::spawn_listener(pool.clone(), memos.clone());
+        let memos = Arc::new(crate::authority_cache::Memos::new(
+            crate::authority_cache::FRESH_FOR,
+        ));
+        crate::authority_cache::spawn_listener(pool.clone(), memos.clone());
         let state = ServerState {
             app: AppState {
                 leptos_options: Arc::new(leptos_options),
@@ -176,7 +178,7 @@ impl Application {
     }
 
     /// What this instance remembers of authority (tests wait for it to hear a change).
-    pub fn memos(&self) -> Arc<crate::memo::Memos> {
+    pub fn memos(&self) -> Arc<crate::authority_cache::Memos> {
         self.state.memos.clone()
     }
 
@@ -272,7 +274,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         >(context, shell))
         .layer(axum::middleware::from_fn_with_state(
             state.memos.clone(),
-            crate::memo::forget_after_writes,
+            crate::authority_cache::forget_after_writes,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

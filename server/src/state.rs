@@ -36,7 +36,7 @@ pub struct ServerState {
     /// Whose each recent session was, to read ahead on busy routes.
     pub hints: Arc<crate::prefetch::SessionHints>,
     /// What authority is read from, remembered while every change to it is heard.
-    pub memos: Arc<crate::memo::Memos>,
+    pub memos: Arc<crate::authority_cache::Memos>,
     /// Audit rows of tool calls, written together when they arrive together.
     pub audit: app::audit::ssr::writer::Appender,
     /// The key approvals of writing tools are signed with (SPEC §8). Never sent to a page.

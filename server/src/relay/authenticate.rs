@@ -58,7 +58,7 @@ pub(super) async fn authenticate(
         return unauthorized("Send a login token as `Authorization: Bearer strad_…`.");
     };
     let pool = &state.app.pool;
-    let crate::memo::TokenOwner {
+    let crate::authority_cache::TokenOwner {
         token_id,
         user,
         roles,
