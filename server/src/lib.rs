@@ -8,7 +8,6 @@ pub mod authority_cache;
 pub mod cli;
 pub mod config;
 pub mod db;
-pub mod demo;
 pub mod health;
 pub mod prefetch;
 pub mod relay;
@@ -22,7 +21,7 @@ pub mod telemetry;
 pub mod tool_call;
 pub mod write_gate;
 
-/// `authority_cache` under its former name, for the integration tests' harness.
+/// The path the integration tests' harness reaches `authority_cache` by.
 pub use authority_cache as memo;
 
 /// mimalloc rather than glibc's allocator, for every binary built on this crate (strad, and
