@@ -8,6 +8,7 @@ pub mod authority_cache;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod demo;
 pub mod health;
 pub mod prefetch;
 pub mod relay;
