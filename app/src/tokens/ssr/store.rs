@@ -62,7 +62,7 @@ pub async fn mint(
     lifetime: time::Duration,
     limit: u32,
 ) -> Result<(TokenRow, TokenSecret), MintError> {
-    sqlx::query!("SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE", user_id,)
+    sqlx::query!("SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE", user_id)
         .execute(&mut **tx)
         .await?;
     let live = sqlx::query_scalar!(
