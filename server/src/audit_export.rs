@@ -128,17 +128,6 @@ async fn authorize(pool: &PgPool, session: &Session) -> Result<RequestContext, R
 #[error("the audit export stopped early")]
 struct ExportFailed;
 
-const EXPORT_SQL: &str =
-    "SELECT id, at, actor_id, actor_email, kind, slug, payload, prev_hash, hash
-     FROM audit_log
-     WHERE ($1::timestamptz IS NULL OR at >= $1)
-       AND ($2::timestamptz IS NULL OR at < $2)
-       AND ($3::text IS NULL OR lower(actor_email) = lower($3))
-       AND ($4::text IS NULL OR slug = $4)
-       AND ($5::text IS NULL OR kind = $5)
-     ORDER BY id";
-
-#[derive(sqlx::FromRow)]
 struct ExportRow {
     id: i64,
     at: OffsetDateTime,
@@ -159,13 +148,23 @@ async fn produce(
     format: Format,
     batches: mpsc::Sender<Result<Bytes, ExportFailed>>,
 ) {
-    let mut rows = sqlx::query_as::<_, ExportRow>(EXPORT_SQL)
-        .bind(filters.since)
-        .bind(filters.until)
-        .bind(filters.person)
-        .bind(filters.slug)
-        .bind(filters.kind)
-        .fetch(&pool);
+    let mut rows = sqlx::query_as!(
+        ExportRow,
+        "SELECT id, at, actor_id, actor_email, kind, slug, payload, prev_hash, hash
+         FROM audit_log
+         WHERE ($1::timestamptz IS NULL OR at >= $1)
+           AND ($2::timestamptz IS NULL OR at < $2)
+           AND ($3::text IS NULL OR lower(actor_email) = lower($3))
+           AND ($4::text IS NULL OR slug = $4)
+           AND ($5::text IS NULL OR kind = $5)
+         ORDER BY id",
+        filters.since,
+        filters.until,
+        filters.person,
+        filters.slug,
+        filters.kind,
+    )
+    .fetch(&pool);
     let mut buffer = format.opening().to_vec();
     let mut first = true;
     loop {

@@ -88,10 +88,11 @@ CREATE OR REPLACE TRIGGER session_auth_truncated
 
 /// Ready: the database answers and every embedded migration has been applied.
 pub async fn is_ready(pool: &PgPool) -> Result<(), String> {
-    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
-        .fetch_one(pool)
-        .await
-        .map_err(|e| format!("database: {e}"))?;
+    let applied =
+        sqlx::query_scalar!(r#"SELECT count(*) AS "applied!" FROM _sqlx_migrations WHERE success"#)
+            .fetch_one(pool)
+            .await
+            .map_err(|e| format!("database: {e}"))?;
     let expected = MIGRATOR.iter().count() as i64;
     if applied >= expected {
         Ok(())

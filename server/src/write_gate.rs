@@ -60,8 +60,7 @@ pub async fn write_gate(
         }
     };
     if let Some(person) = person.filter(|p| !p.may_write()) {
-        let email: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
-            .bind(person.user_id)
+        let email = sqlx::query_scalar!("SELECT email FROM users WHERE id = $1", person.user_id)
             .fetch_optional(&state.app.pool)
             .await
             .ok()

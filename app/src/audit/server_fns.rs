@@ -64,16 +64,7 @@ pub async fn list_audit(
     let since = time_filter(since.as_deref(), "since").map_err(|e| responder.fail(e))?;
     let until = time_filter(until.as_deref(), "until").map_err(|e| responder.fail(e))?;
     let text = |v: Option<String>| v.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-    // id, at, actor, kind, slug, payload.
-    type Row = (
-        i64,
-        time::OffsetDateTime,
-        Option<String>,
-        String,
-        Option<String>,
-        serde_json::Value,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
+    let rows = sqlx::query!(
         "SELECT id, at, actor_email, kind, slug, payload FROM audit_log
              WHERE ($1::timestamptz IS NULL OR at >= $1)
                AND ($2::timestamptz IS NULL OR at < $2)
@@ -82,27 +73,27 @@ pub async fn list_audit(
                AND ($5::text IS NULL OR kind = $5)
                AND ($6::bigint IS NULL OR id < $6)
              ORDER BY id DESC LIMIT $7",
+        since,
+        until,
+        text(person),
+        text(slug),
+        text(kind),
+        before,
+        PAGE_SIZE + 1,
     )
-    .bind(since)
-    .bind(until)
-    .bind(text(person))
-    .bind(text(slug))
-    .bind(text(kind))
-    .bind(before)
-    .bind(PAGE_SIZE + 1)
     .fetch_all(&state.pool)
     .await?;
     let more = rows.len() as i64 > PAGE_SIZE;
     let rows: Vec<AuditRowView> = rows
         .into_iter()
         .take(PAGE_SIZE as usize)
-        .map(|(id, at, actor, kind, slug, payload)| AuditRowView {
-            id,
-            at: format_time(at),
-            actor,
-            kind,
-            slug,
-            payload: payload.to_string(),
+        .map(|row| AuditRowView {
+            id: row.id,
+            at: format_time(row.at),
+            actor: row.actor_email,
+            kind: row.kind,
+            slug: row.slug,
+            payload: row.payload.to_string(),
         })
         .collect();
     let next_before = if more {

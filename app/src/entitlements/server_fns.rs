@@ -336,11 +336,11 @@ pub async fn mark_read_only(slug: String, tool: String, read_only: bool) -> Resu
     let responder = Responder::capture();
     let ctx = RequestContext::require_writer(Role::Admin).await?;
     let mut tx = state.pool.begin().await?;
-    let digest: Option<String> = sqlx::query_scalar(
+    let digest = sqlx::query_scalar!(
         "SELECT digest FROM server_items WHERE slug = $1 AND kind = 'tool' AND key = $2",
+        slug,
+        tool,
     )
-    .bind(&slug)
-    .bind(&tool)
     .fetch_optional(&mut *tx)
     .await?;
     let digest = digest.ok_or_else(|| responder.fail(AppError::NotFound))?;
@@ -377,10 +377,10 @@ pub async fn set_role(email: String, role: String, granted: bool) -> Result<(), 
         })
     })?;
     let mut tx = state.pool.begin().await?;
-    let user_id: Option<uuid::Uuid> = sqlx::query_scalar(
+    let user_id = sqlx::query_scalar!(
         "SELECT id FROM users WHERE lower(email) = lower($1) ORDER BY created_at LIMIT 1",
+        email.trim(),
     )
-    .bind(email.trim())
     .fetch_optional(&mut *tx)
     .await?;
     let user_id = user_id.ok_or_else(|| responder.fail(AppError::NotFound))?;

@@ -168,12 +168,12 @@ pub async fn revoke_pin(slug: String, uri: String) -> Result<bool, AppError> {
     let state = crate::state::AppState::from_context()?;
     let ctx = RequestContext::require_writer(crate::auth::Role::Member).await?;
     let mut tx = state.pool.begin().await?;
-    let removed: Option<String> = sqlx::query_scalar(
+    let removed = sqlx::query_scalar!(
         "DELETE FROM pins WHERE user_id = $1 AND slug = $2 AND uri = $3 RETURNING sha256",
+        ctx.user.id,
+        slug,
+        uri,
     )
-    .bind(ctx.user.id)
-    .bind(&slug)
-    .bind(&uri)
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(digest) = &removed {

@@ -23,27 +23,28 @@ pub async fn list_app_changes(
     let slug = slug.filter(|s| !s.is_empty());
     let since = form::time_filter(since.as_deref(), "since").map_err(|e| responder.fail(e))?;
     let until = form::time_filter(until.as_deref(), "until").map_err(|e| responder.fail(e))?;
-    let rows: Vec<(i64, time::OffsetDateTime, Option<String>, Value)> = sqlx::query_as(
+    let rows = sqlx::query!(
         "SELECT id, at, slug, payload FROM audit_log
          WHERE kind = 'app_change'
            AND ($1::text IS NULL OR slug = $1)
            AND ($2::timestamptz IS NULL OR at >= $2)
            AND ($3::timestamptz IS NULL OR at < $3)
          ORDER BY at DESC, id DESC LIMIT 200",
+        slug,
+        since,
+        until,
     )
-    .bind(slug)
-    .bind(since)
-    .bind(until)
     .fetch_all(&state.pool)
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, at, slug, payload)| {
+        .map(|row| {
+            let payload = row.payload;
             let text = |key: &str| payload.get(key).and_then(Value::as_str).map(str::to_owned);
             AppChangeView {
-                id,
-                at: views::format_time(at),
-                slug: slug.unwrap_or_default(),
+                id: row.id,
+                at: views::format_time(row.at),
+                slug: row.slug.unwrap_or_default(),
                 item_kind: text("item_kind").unwrap_or_default(),
                 item: text("item").unwrap_or_default(),
                 change: text("change").unwrap_or_default(),

@@ -65,8 +65,7 @@ async fn start(state: &ServerState, session: &Session, token: &str) -> anyhow::R
     let Some(row) = store::verify(&mut *tx, token).await? else {
         return Ok(false);
     };
-    let email: String = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
-        .bind(row.user_id)
+    let email = sqlx::query_scalar!("SELECT email FROM users WHERE id = $1", row.user_id)
         .fetch_one(&mut *tx)
         .await?;
     let payload = serde_json::json!({"via": "login token", "token_id": row.id});

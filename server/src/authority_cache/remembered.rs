@@ -123,11 +123,13 @@ impl Memos {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(mark, tx);
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
-            .bind(format!("sync:{mark}"))
-            .execute(pool)
-            .await?;
+        sqlx::query!(
+            "SELECT FROM pg_notify($1, $2)",
+            CHANNEL,
+            format!("sync:{mark}")
+        )
+        .execute(pool)
+        .await?;
         let _ = rx.await;
         Ok(())
     }

@@ -25,17 +25,19 @@ pub enum SecretError {
 pub async fn shared_secret(pool: &PgPool) -> Result<ApprovalSecret, SecretError> {
     let mut fresh = vec![0u8; SECRET_MIN_BYTES];
     rand::rngs::OsRng.fill_bytes(&mut fresh);
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO host_secrets (name, secret) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        SECRET_NAME,
+        fresh,
     )
-    .bind(SECRET_NAME)
-    .bind(&fresh)
     .execute(pool)
     .await?;
-    let stored: Vec<u8> = sqlx::query_scalar("SELECT secret FROM host_secrets WHERE name = $1")
-        .bind(SECRET_NAME)
-        .fetch_one(pool)
-        .await?;
+    let stored = sqlx::query_scalar!(
+        "SELECT secret FROM host_secrets WHERE name = $1",
+        SECRET_NAME
+    )
+    .fetch_one(pool)
+    .await?;
     ApprovalSecret::new(stored).ok_or(SecretError::TooShort)
 }
 
@@ -85,13 +87,13 @@ async fn insert_spend(
     person: Uuid,
     expires_at: i64,
 ) -> Result<bool, sqlx::Error> {
-    let inserted = sqlx::query(
+    let inserted = sqlx::query!(
         "INSERT INTO approval_spends (nonce, user_id, expires_at) VALUES ($1, $2, to_timestamp($3))
          ON CONFLICT (nonce) DO NOTHING",
+        nonce,
+        person,
+        expires_at as f64,
     )
-    .bind(nonce)
-    .bind(person)
-    .bind(expires_at as f64)
     .execute(&mut **tx)
     .await?;
     Ok(inserted.rows_affected() == 1)
@@ -106,11 +108,11 @@ pub struct ToolWords {
 }
 
 pub async fn tool_words(pool: &PgPool, slug: &str, tool: &str) -> Result<ToolWords, sqlx::Error> {
-    let body: Option<Vec<u8>> = sqlx::query_scalar(
+    let body = sqlx::query_scalar!(
         "SELECT body FROM server_items WHERE slug = $1 AND kind = 'tool' AND key = $2",
+        slug,
+        tool,
     )
-    .bind(slug)
-    .bind(tool)
     .fetch_optional(pool)
     .await?;
     let definition: serde_json::Value = body

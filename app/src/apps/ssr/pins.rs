@@ -77,15 +77,16 @@ pub async fn head(
     slug: &str,
     uri: &str,
 ) -> Result<Option<PinHead>, sqlx::Error> {
-    let row: Option<(String, String)> = sqlx::query_as(
-        "SELECT sha256, xmin::text FROM pins WHERE user_id = $1 AND slug = $2 AND uri = $3",
+    sqlx::query_as!(
+        PinHead,
+        r#"SELECT sha256, xmin::text AS "version!" FROM pins
+         WHERE user_id = $1 AND slug = $2 AND uri = $3"#,
+        user,
+        slug,
+        uri,
     )
-    .bind(user)
-    .bind(slug)
-    .bind(uri)
     .fetch_optional(pool)
-    .await?;
-    Ok(row.map(|(sha256, version)| PinHead { sha256, version }))
+    .await
 }
 
 pub async fn get(
@@ -94,13 +95,14 @@ pub async fn get(
     slug: &str,
     uri: &str,
 ) -> Result<Option<PinRow>, sqlx::Error> {
-    sqlx::query_as::<_, PinRow>(
+    sqlx::query_as!(
+        PinRow,
         "SELECT uri, bytes, sha256, size, meta_ui, server_fingerprint, pinned_at FROM pins
          WHERE user_id = $1 AND slug = $2 AND uri = $3",
+        user,
+        slug,
+        uri,
     )
-    .bind(user)
-    .bind(slug)
-    .bind(uri)
     .fetch_optional(pool)
     .await
 }
@@ -126,22 +128,23 @@ pub async fn pin(
     let app = discovery::app_resource(uri, None, &read, hub.settings().resource_limit)
         .map_err(PinError::Invalid)?;
     let mut tx = pool.begin().await?;
-    let row = sqlx::query_as::<_, PinRow>(
+    let row = sqlx::query_as!(
+        PinRow,
         "INSERT INTO pins (user_id, slug, uri, bytes, sha256, size, meta_ui, server_fingerprint)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (user_id, slug, uri) DO UPDATE SET bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256,
             size = EXCLUDED.size, meta_ui = EXCLUDED.meta_ui, server_fingerprint = EXCLUDED.server_fingerprint,
             pinned_at = now()
          RETURNING uri, bytes, sha256, size, meta_ui, server_fingerprint, pinned_at",
+        user,
+        server.slug,
+        uri,
+        app.bytes,
+        app.content_digest,
+        app.bytes.len() as i64,
+        app.meta_ui,
+        app.digest,
     )
-    .bind(user)
-    .bind(&server.slug)
-    .bind(uri)
-    .bind(&app.bytes)
-    .bind(&app.content_digest)
-    .bind(app.bytes.len() as i64)
-    .bind(&app.meta_ui)
-    .bind(&app.digest)
     .fetch_one(&mut *tx)
     .await?;
     let payload = json!({"uri": uri, "sha256": row.sha256, "size": row.size, "server_fingerprint": row.server_fingerprint});
@@ -157,11 +160,11 @@ pub async fn server_fingerprint(
     slug: &str,
     uri: &str,
 ) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT digest FROM server_items WHERE slug = $1 AND kind = 'app_resource' AND key = $2",
+        slug,
+        uri,
     )
-    .bind(slug)
-    .bind(uri)
     .fetch_optional(pool)
     .await
 }
@@ -173,14 +176,17 @@ pub async fn chosen_uri(
     slug: &str,
     asked: Option<&str>,
 ) -> Result<Option<String>, sqlx::Error> {
-    let uris: Vec<(String, bool)> = sqlx::query_as(
-        "SELECT r.key, EXISTS (SELECT 1 FROM server_items t WHERE t.slug = r.slug AND t.kind = 'tool'
-                                AND t.info->>'resource_uri' = r.key)
-         FROM server_items r WHERE r.slug = $1 AND r.kind = 'app_resource' ORDER BY r.key",
+    let uris: Vec<(String, bool)> = sqlx::query!(
+        r#"SELECT r.key, EXISTS (SELECT 1 FROM server_items t WHERE t.slug = r.slug AND t.kind = 'tool'
+                                AND t.info->>'resource_uri' = r.key) AS "declared!"
+         FROM server_items r WHERE r.slug = $1 AND r.kind = 'app_resource' ORDER BY r.key"#,
+        slug,
     )
-    .bind(slug)
     .fetch_all(pool)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.key, r.declared))
+    .collect();
     Ok(match asked {
         Some(asked) => uris
             .iter()
@@ -200,12 +206,12 @@ pub async fn declaring_tool(
     slug: &str,
     uri: &str,
 ) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT key FROM server_items WHERE slug = $1 AND kind = 'tool' AND info->>'resource_uri' = $2
          ORDER BY (info->'visibility') ? 'model' DESC, key LIMIT 1",
+        slug,
+        uri,
     )
-    .bind(slug)
-    .bind(uri)
     .fetch_optional(pool)
     .await
 }
@@ -217,60 +223,51 @@ pub async fn summaries(
     user: Uuid,
     only: Option<(&str, &str)>,
 ) -> Result<Vec<crate::playground::PinSummary>, sqlx::Error> {
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        i64,
-        time::OffsetDateTime,
-        bool,
-        bool,
-        Value,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT p.slug, s.display_name, p.uri, p.sha256, p.size, p.pinned_at,
-                COALESCE(i.digest <> p.server_fingerprint, false) AS differs,
-                encode(sha256(p.bytes), 'hex') = p.sha256 AND octet_length(p.bytes) = p.size AS intact,
+    let rows = sqlx::query!(
+        r#"SELECT p.slug, s.display_name, p.uri, p.sha256 AS digest, p.size, p.pinned_at,
+                COALESCE(i.digest <> p.server_fingerprint, false) AS "differs!",
+                encode(sha256(p.bytes), 'hex') = p.sha256 AND octet_length(p.bytes) = p.size AS "intact!",
                 p.meta_ui
          FROM pins p
          JOIN servers s ON s.slug = p.slug
          LEFT JOIN server_items i ON i.slug = p.slug AND i.kind = 'app_resource' AND i.key = p.uri
          WHERE p.user_id = $1 AND ($2::text IS NULL OR (p.slug = $2 AND p.uri = $3))
-         ORDER BY p.pinned_at DESC, p.slug, p.uri",
+         ORDER BY p.pinned_at DESC, p.slug, p.uri"#,
+        user,
+        only.map(|(slug, _)| slug),
+        only.map(|(_, uri)| uri),
     )
-    .bind(user)
-    .bind(only.map(|(slug, _)| slug))
-    .bind(only.map(|(_, uri)| uri))
     .fetch_all(pool)
     .await?;
     Ok(rows
         .into_iter()
-        .map(
-            |(slug, display_name, uri, digest, size, pinned_at, differs, intact, meta_ui)| {
-                let declared = discovery::string_list(
-                    meta_ui.get("csp").and_then(|c| c.get("resourceDomains")),
-                );
-                crate::playground::PinSummary {
-                    granted_domains: super::csp::resource_origins(&declared),
-                    declared_domains: declared,
-                    permissions: meta_ui
-                        .get("permissions")
-                        .and_then(Value::as_object)
-                        .map(|p| p.keys().cloned().collect())
-                        .unwrap_or_default(),
-                    slug,
-                    display_name,
-                    uri,
-                    digest,
-                    size,
-                    pinned_at: pinned_at
-                        .format(&time::format_description::well_known::Rfc3339)
-                        .unwrap_or_default(),
-                    differs,
-                    intact,
-                }
-            },
-        )
+        .map(|row| {
+            let declared = discovery::string_list(
+                row.meta_ui
+                    .get("csp")
+                    .and_then(|c| c.get("resourceDomains")),
+            );
+            crate::playground::PinSummary {
+                granted_domains: super::csp::resource_origins(&declared),
+                declared_domains: declared,
+                permissions: row
+                    .meta_ui
+                    .get("permissions")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default(),
+                slug: row.slug,
+                display_name: row.display_name,
+                uri: row.uri,
+                digest: row.digest,
+                size: row.size,
+                pinned_at: row
+                    .pinned_at
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default(),
+                differs: row.differs,
+                intact: row.intact,
+            }
+        })
         .collect())
 }

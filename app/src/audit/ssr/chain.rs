@@ -9,24 +9,25 @@ use crate::audit::{ChainHead, ChainReport};
 /// appended while it runs are in none of them.
 pub async fn check(pool: &PgPool) -> Result<ChainReport, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         .execute(&mut *tx)
         .await?;
     let first_broken = writer::first_broken_row(&mut tx).await?;
-    let (rows, head_id, head_hash): (i64, Option<i64>, Option<Vec<u8>>) = sqlx::query_as(
-        "SELECT (SELECT count(*) FROM audit_log), head.id, head.hash
+    let row = sqlx::query!(
+        r#"SELECT (SELECT count(*) FROM audit_log) AS "rows!", head.id AS "head_id?",
+                head.hash AS "head_hash?"
          FROM (SELECT 1) one
-         LEFT JOIN (SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1) head ON true",
+         LEFT JOIN (SELECT id, hash FROM audit_log ORDER BY id DESC LIMIT 1) head ON true"#,
     )
     .fetch_one(&mut *tx)
     .await?;
     tx.rollback().await?;
-    let head = head_id.zip(head_hash).map(|(id, hash)| ChainHead {
+    let head = row.head_id.zip(row.head_hash).map(|(id, hash)| ChainHead {
         id,
         hash: hex::encode(hash),
     });
     Ok(ChainReport {
-        rows,
+        rows: row.rows,
         first_broken,
         head,
     })

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::{PgConnection, PgPool, Postgres, Row, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 /// Advisory-lock key that serializes audit writers ("stradaud" in ASCII), taken by
@@ -373,21 +373,35 @@ pub async fn append_many(
     let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
     let slugs: Vec<Option<&str>> = events.iter().map(|e| e.slug.as_deref()).collect();
     let payloads: Vec<&Value> = events.iter().map(|e| &e.payload).collect();
-    let statement = match flush {
-        Flush::BeforeAnswer => "SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[])",
-        Flush::Background => {
-            "SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[])
-             FROM set_config('synchronous_commit', 'off', true) AS flushed_in_background"
+    // The arrays hold NULLs (no actor, no slug), which the macros' array types do not
+    // spell: `as _` binds them as they are.
+    match flush {
+        Flush::BeforeAnswer => {
+            sqlx::query_scalar!(
+                r#"SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[]) AS "id!""#,
+                ids as _,
+                emails as _,
+                kinds as _,
+                slugs as _,
+                payloads as _,
+            )
+            .fetch_all(connection)
+            .await
         }
-    };
-    sqlx::query_scalar(statement)
-        .bind(ids)
-        .bind(emails)
-        .bind(kinds)
-        .bind(slugs)
-        .bind(payloads)
-        .fetch_all(connection)
-        .await
+        Flush::Background => {
+            sqlx::query_scalar!(
+                r#"SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[]) AS "id!"
+                 FROM set_config('synchronous_commit', 'off', true) AS flushed_in_background"#,
+                ids as _,
+                emails as _,
+                kinds as _,
+                slugs as _,
+                payloads as _,
+            )
+            .fetch_all(connection)
+            .await
+        }
+    }
 }
 
 /// `audit_append` (migration 0005) locks the chain, reads the last hash, hashes the row
@@ -399,48 +413,43 @@ async fn append_on(
     slug: Option<&str>,
     payload: &Value,
 ) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("SELECT audit_append($1, $2, $3, $4, $5::jsonb)")
-        .bind(actor.id)
-        .bind(&actor.email)
-        .bind(kind)
-        .bind(slug)
-        .bind(payload)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar!(
+        r#"SELECT audit_append($1, $2, $3, $4, $5::jsonb) AS "id!""#,
+        actor.id,
+        actor.email,
+        kind,
+        slug,
+        payload,
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// Walks the chain in id order; returns the id of the first row whose hash or link does not
 /// hold, or `None` when the whole chain is intact.
 pub async fn first_broken_row(conn: &mut PgConnection) -> Result<Option<i64>, sqlx::Error> {
     use futures::TryStreamExt;
-    let mut rows = sqlx::query(
-        "SELECT id, (extract(epoch from at) * 1000000)::bigint AS at_micros, actor_id, actor_email,
-                kind, slug, payload::text AS payload_text, prev_hash, hash
-         FROM audit_log ORDER BY id",
+    let mut rows = sqlx::query!(
+        r#"SELECT id, (extract(epoch from at) * 1000000)::bigint AS "at_micros!", actor_id,
+                actor_email, kind, slug, payload::text AS "payload_text!", prev_hash, hash
+         FROM audit_log ORDER BY id"#,
     )
     .fetch(&mut *conn);
     let mut prev = GENESIS.to_vec();
     while let Some(row) = rows.try_next().await? {
-        let id: i64 = row.try_get("id")?;
-        let stored_prev: Vec<u8> = row.try_get("prev_hash")?;
-        let stored: Vec<u8> = row.try_get("hash")?;
-        let actor_email: Option<String> = row.try_get("actor_email")?;
-        let slug: Option<String> = row.try_get("slug")?;
-        let kind: String = row.try_get("kind")?;
-        let payload_text: String = row.try_get("payload_text")?;
         let expected = row_hash(
             &prev,
-            row.try_get("at_micros")?,
-            row.try_get("actor_id")?,
-            actor_email.as_deref(),
-            &kind,
-            slug.as_deref(),
-            &payload_text,
+            row.at_micros,
+            row.actor_id,
+            row.actor_email.as_deref(),
+            &row.kind,
+            row.slug.as_deref(),
+            &row.payload_text,
         );
-        if stored_prev != prev || stored != expected {
-            return Ok(Some(id));
+        if row.prev_hash != prev || row.hash != expected {
+            return Ok(Some(row.id));
         }
-        prev = stored;
+        prev = row.hash;
     }
     Ok(None)
 }

@@ -33,7 +33,8 @@ pub async fn upsert_user(
     db: impl PgExecutor<'_>,
     identity: &VerifiedIdentity,
 ) -> Result<UserRow, sqlx::Error> {
-    sqlx::query_as::<_, UserRow>(
+    sqlx::query_as!(
+        UserRow,
         "INSERT INTO users (issuer, subject, email, display_name)
          VALUES ($1, $2, $3, $4)
          ON CONFLICT ON CONSTRAINT users_issuer_subject_key DO UPDATE
@@ -41,30 +42,25 @@ pub async fn upsert_user(
                 display_name = EXCLUDED.display_name,
                 last_sign_in_at = now()
          RETURNING id, issuer, subject, email, display_name, created_at, last_sign_in_at",
+        identity.issuer,
+        identity.subject,
+        identity.email,
+        identity.display_name,
     )
-    .bind(&identity.issuer)
-    .bind(&identity.subject)
-    .bind(&identity.email)
-    .bind(&identity.display_name)
     .fetch_one(db)
     .await
 }
 
 pub async fn find_user(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<UserRow>, sqlx::Error> {
-    sqlx::query_as::<_, UserRow>(
+    sqlx::query_as!(
+        UserRow,
         "SELECT id, issuer, subject, email, display_name, created_at, last_sign_in_at
          FROM users WHERE id = $1",
+        id,
     )
-    .bind(id)
     .fetch_optional(db)
     .await
 }
-
-/// The columns of a `UserRow` of `users u`, and `roles` (the names of theirs in `user_roles
-/// r`, an empty array when none); the query groups by `u.id`.
-pub const USER_AND_ROLE_NAMES: &str =
-    "u.id, u.issuer, u.subject, u.email, u.display_name, u.created_at, u.last_sign_in_at,
-     COALESCE(array_agg(r.role ORDER BY r.role) FILTER (WHERE r.role IS NOT NULL), '{}') AS roles";
 
 /// The roles among `names`, in a stable order. A role name the code does not know (added to
 /// the table by hand) is skipped rather than trusted.
@@ -79,21 +75,30 @@ pub async fn find_user_with_roles(
     db: impl PgExecutor<'_>,
     id: Uuid,
 ) -> Result<Option<(UserRow, Vec<Role>)>, sqlx::Error> {
-    #[derive(FromRow)]
-    struct Row {
-        #[sqlx(flatten)]
-        user: UserRow,
-        roles: Vec<String>,
-    }
-    let row = sqlx::query_as::<_, Row>(&format!(
-        "SELECT {USER_AND_ROLE_NAMES}
+    // `roles`: the names of theirs in `user_roles`, an empty array when none.
+    let row = sqlx::query!(
+        r#"SELECT u.id, u.issuer, u.subject, u.email, u.display_name, u.created_at,
+                u.last_sign_in_at,
+                COALESCE(array_agg(r.role ORDER BY r.role) FILTER (WHERE r.role IS NOT NULL),
+                         '{}') AS "roles!"
          FROM users u LEFT JOIN user_roles r ON r.user_id = u.id
-         WHERE u.id = $1 GROUP BY u.id",
-    ))
-    .bind(id)
+         WHERE u.id = $1 GROUP BY u.id"#,
+        id,
+    )
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|row| (row.user, known_roles(&row.roles))))
+    Ok(row.map(|row| {
+        let user = UserRow {
+            id: row.id,
+            issuer: row.issuer,
+            subject: row.subject,
+            email: row.email,
+            display_name: row.display_name,
+            created_at: row.created_at,
+            last_sign_in_at: row.last_sign_in_at,
+        };
+        (user, known_roles(&row.roles))
+    }))
 }
 
 /// Grants a role; granting one already held changes nothing. Returns whether it was new.
@@ -102,11 +107,11 @@ pub async fn grant_role(
     user_id: Uuid,
     role: Role,
 ) -> Result<bool, sqlx::Error> {
-    let result = sqlx::query(
+    let result = sqlx::query!(
         "INSERT INTO user_roles (user_id, role) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        user_id,
+        role.as_str(),
     )
-    .bind(user_id)
-    .bind(role.as_str())
     .execute(db)
     .await?;
     Ok(result.rows_affected() == 1)
@@ -118,21 +123,24 @@ pub async fn revoke_role(
     user_id: Uuid,
     role: Role,
 ) -> Result<bool, sqlx::Error> {
-    let result = sqlx::query("DELETE FROM user_roles WHERE user_id = $1 AND role = $2")
-        .bind(user_id)
-        .bind(role.as_str())
-        .execute(db)
-        .await?;
+    let result = sqlx::query!(
+        "DELETE FROM user_roles WHERE user_id = $1 AND role = $2",
+        user_id,
+        role.as_str(),
+    )
+    .execute(db)
+    .await?;
     Ok(result.rows_affected() == 1)
 }
 
 /// The person's roles, in a stable order (`known_roles`).
 pub async fn roles_of(db: impl PgExecutor<'_>, user_id: Uuid) -> Result<Vec<Role>, sqlx::Error> {
-    let names: Vec<String> =
-        sqlx::query_scalar("SELECT role FROM user_roles WHERE user_id = $1 ORDER BY role")
-            .bind(user_id)
-            .fetch_all(db)
-            .await?;
+    let names = sqlx::query_scalar!(
+        "SELECT role FROM user_roles WHERE user_id = $1 ORDER BY role",
+        user_id,
+    )
+    .fetch_all(db)
+    .await?;
     Ok(known_roles(&names))
 }
 
@@ -146,12 +154,13 @@ pub struct PersonWithRoles {
 }
 
 pub async fn list_people(db: impl PgExecutor<'_>) -> Result<Vec<PersonWithRoles>, sqlx::Error> {
-    sqlx::query_as::<_, PersonWithRoles>(
-        "SELECT u.email, u.display_name, u.last_sign_in_at,
+    sqlx::query_as!(
+        PersonWithRoles,
+        r#"SELECT u.email, u.display_name, u.last_sign_in_at,
                 COALESCE(array_agg(r.role ORDER BY r.role) FILTER (WHERE r.role IS NOT NULL),
-                         '{}') AS roles
+                         '{}') AS "roles!"
          FROM users u LEFT JOIN user_roles r ON r.user_id = u.id
-         GROUP BY u.id ORDER BY lower(u.email)",
+         GROUP BY u.id ORDER BY lower(u.email)"#,
     )
     .fetch_all(db)
     .await

@@ -40,31 +40,34 @@ pub async fn grant(
         Grantee::Person(email) => (Some(email.to_lowercase()), None),
         Grantee::Domain(domain) => (None, Some(domain.to_lowercase())),
     };
-    sqlx::query_as::<_, GrantRow>(
+    sqlx::query_as!(
+        GrantRow,
         "INSERT INTO entitlements (slug, email, domain, granted_by) VALUES ($1, $2, $3, $4)
          ON CONFLICT DO NOTHING
          RETURNING id, slug, email, domain, granted_at",
+        slug,
+        email,
+        domain,
+        by,
     )
-    .bind(slug)
-    .bind(email)
-    .bind(domain)
-    .bind(by)
     .fetch_optional(db)
     .await
 }
 
 /// Deletes a grant; returns it when it existed.
 pub async fn revoke(db: impl PgExecutor<'_>, id: i64) -> Result<Option<GrantRow>, sqlx::Error> {
-    sqlx::query_as::<_, GrantRow>(
+    sqlx::query_as!(
+        GrantRow,
         "DELETE FROM entitlements WHERE id = $1 RETURNING id, slug, email, domain, granted_at",
+        id,
     )
-    .bind(id)
     .fetch_optional(db)
     .await
 }
 
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<GrantRow>, sqlx::Error> {
-    sqlx::query_as::<_, GrantRow>(
+    sqlx::query_as!(
+        GrantRow,
         "SELECT id, slug, email, domain, granted_at FROM entitlements
          ORDER BY slug, domain NULLS LAST, email",
     )
@@ -91,14 +94,14 @@ pub async fn is_entitled(
     slug: &str,
 ) -> Result<bool, sqlx::Error> {
     let (email, domain) = grantee_keys(email);
-    sqlx::query_scalar(
-        "SELECT EXISTS (
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (
             SELECT 1 FROM entitlements e JOIN servers s ON s.slug = e.slug
-            WHERE e.slug = $1 AND s.enabled AND (e.email = $2 OR e.domain = $3))",
+            WHERE e.slug = $1 AND s.enabled AND (e.email = $2 OR e.domain = $3)) AS "entitled!""#,
+        slug,
+        email,
+        domain,
     )
-    .bind(slug)
-    .bind(&email)
-    .bind(&domain)
     .fetch_one(db)
     .await
 }
@@ -111,18 +114,21 @@ pub async fn reachable_servers(
     only: Option<&[String]>,
 ) -> Result<Vec<crate::servers::ssr::registry::ServerRow>, sqlx::Error> {
     let (email, domain) = grantee_keys(email);
-    sqlx::query_as(&format!(
-        "SELECT {} FROM servers s
+    sqlx::query_as!(
+        crate::servers::ssr::registry::ServerRow,
+        "SELECT slug, display_name, transport, url, command, source, capabilities, enabled,
+            created_at, updated_at, last_discovery_at, last_discovery_error,
+            last_discovery_problems, link_hosts
+         FROM servers s
          WHERE s.enabled
            AND EXISTS (SELECT 1 FROM entitlements e
                        WHERE e.slug = s.slug AND (e.email = $1 OR e.domain = $2))
            AND ($3::text[] IS NULL OR s.slug = ANY($3))
          ORDER BY s.slug",
-        crate::servers::ssr::registry::SERVER_COLUMNS
-    ))
-    .bind(&email)
-    .bind(&domain)
-    .bind(only)
+        email,
+        domain,
+        only,
+    )
     .fetch_all(db)
     .await
 }
@@ -133,12 +139,13 @@ pub async fn reachable(
     email: &str,
 ) -> Result<Vec<(String, String)>, sqlx::Error> {
     let (email, domain) = grantee_keys(email);
-    sqlx::query_as(
+    let rows = sqlx::query!(
         "SELECT DISTINCT s.slug, s.display_name FROM entitlements e JOIN servers s ON s.slug = e.slug
          WHERE s.enabled AND (e.email = $1 OR e.domain = $2) ORDER BY s.slug",
+        email,
+        domain,
     )
-    .bind(&email)
-    .bind(&domain)
     .fetch_all(db)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.slug, r.display_name)).collect())
 }

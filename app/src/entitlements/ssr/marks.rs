@@ -15,15 +15,15 @@ pub async fn mark(
     digest: &str,
     by: Uuid,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO read_only_marks (slug, tool, digest, marked_by) VALUES ($1, $2, $3, $4)
          ON CONFLICT (slug, tool) DO UPDATE SET digest = EXCLUDED.digest,
             marked_by = EXCLUDED.marked_by, marked_at = now()",
+        slug,
+        tool,
+        digest,
+        by,
     )
-    .bind(slug)
-    .bind(tool)
-    .bind(digest)
-    .bind(by)
     .execute(db)
     .await?;
     Ok(())
@@ -31,22 +31,24 @@ pub async fn mark(
 
 /// Removes a mark; returns whether there was one.
 pub async fn unmark(db: impl PgExecutor<'_>, slug: &str, tool: &str) -> Result<bool, sqlx::Error> {
-    let result = sqlx::query("DELETE FROM read_only_marks WHERE slug = $1 AND tool = $2")
-        .bind(slug)
-        .bind(tool)
-        .execute(db)
-        .await?;
+    let result = sqlx::query!(
+        "DELETE FROM read_only_marks WHERE slug = $1 AND tool = $2",
+        slug,
+        tool,
+    )
+    .execute(db)
+    .await?;
     Ok(result.rows_affected() == 1)
 }
 
 /// Tools of `slug` marked read-only at their current fingerprint.
 pub async fn marked(db: impl PgExecutor<'_>, slug: &str) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT m.tool FROM read_only_marks m
          JOIN server_items i ON i.slug = m.slug AND i.kind = 'tool' AND i.key = m.tool AND i.digest = m.digest
          WHERE m.slug = $1 ORDER BY m.tool",
+        slug,
     )
-    .bind(slug)
     .fetch_all(db)
     .await
 }
@@ -57,17 +59,18 @@ pub async fn clear_stale(
     tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     slug: &str,
 ) -> Result<Vec<String>, sqlx::Error> {
-    let cleared: Vec<(String, String)> = sqlx::query_as(
+    let cleared = sqlx::query!(
         "DELETE FROM read_only_marks m
          WHERE m.slug = $1 AND NOT EXISTS (
             SELECT 1 FROM server_items i
             WHERE i.slug = m.slug AND i.kind = 'tool' AND i.key = m.tool AND i.digest = m.digest)
          RETURNING m.tool, m.digest",
+        slug,
     )
-    .bind(slug)
     .fetch_all(&mut **tx)
     .await?;
-    for (tool, digest) in &cleared {
+    for mark in &cleared {
+        let (tool, digest) = (&mark.tool, &mark.digest);
         let payload = json!({"tool": tool, "marked_digest": digest, "reason": "the tool's definition changed"});
         writer::append(
             tx,
@@ -79,5 +82,5 @@ pub async fn clear_stale(
         .await?;
         tracing::warn!(server.slug = %slug, tool = %tool, "read-only mark cleared: the tool's definition changed");
     }
-    Ok(cleared.into_iter().map(|(tool, _)| tool).collect())
+    Ok(cleared.into_iter().map(|mark| mark.tool).collect())
 }

@@ -4,19 +4,16 @@ use sqlx::PgExecutor;
 
 use crate::entitlements::policy::{Policy, ToolList, WritingRule};
 
-/// A policy row: the playground's tools, the apps' tools (`None`: all) and the writing rule.
-type PolicyRow = (Option<Vec<String>>, Option<Vec<String>>, String);
-
 pub async fn get(db: impl PgExecutor<'_>, slug: &str) -> Result<Policy, sqlx::Error> {
-    let row: Option<PolicyRow> = sqlx::query_as(
+    let row = sqlx::query!(
         "SELECT playground_tools, app_tools, writing_from_apps FROM tool_policies WHERE slug = $1",
+        slug,
     )
-    .bind(slug)
     .fetch_optional(db)
     .await?;
     Ok(match row {
         None => Policy::default(),
-        Some((playground, apps, writing)) => from_row(playground, apps, &writing),
+        Some(row) => from_row(row.playground_tools, row.app_tools, &row.writing_from_apps),
     })
 }
 
@@ -39,17 +36,18 @@ pub async fn set(db: impl PgExecutor<'_>, slug: &str, policy: &Policy) -> Result
         ToolList::All => None,
         ToolList::Only(names) => Some(names.clone()),
     };
-    sqlx::query(
+    let (playground, apps) = (list(&policy.playground), list(&policy.apps));
+    sqlx::query!(
         "INSERT INTO tool_policies (slug, playground_tools, app_tools, writing_from_apps)
          VALUES ($1, $2, $3, $4)
          ON CONFLICT (slug) DO UPDATE SET playground_tools = EXCLUDED.playground_tools,
             app_tools = EXCLUDED.app_tools, writing_from_apps = EXCLUDED.writing_from_apps,
             updated_at = now()",
+        slug,
+        playground.as_deref(),
+        apps.as_deref(),
+        policy.writing_from_apps.as_str(),
     )
-    .bind(slug)
-    .bind(list(&policy.playground))
-    .bind(list(&policy.apps))
-    .bind(policy.writing_from_apps.as_str())
     .execute(db)
     .await?;
     Ok(())

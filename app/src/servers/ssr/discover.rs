@@ -148,10 +148,12 @@ async fn commit(
     let mut tx = pool.begin().await?;
     // One discovery of a server at a time, across processes: two would both see the old
     // items and write the same change twice.
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('strad.discovery.' || $1))")
-        .bind(slug)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "SELECT FROM pg_advisory_xact_lock(hashtext('strad.discovery.' || $1))",
+        slug,
+    )
+    .execute(&mut *tx)
+    .await?;
     let stored = registry::items(&mut *tx, slug).await?;
     // An app resource that could not be read this time (or is not fetched, without `apps`)
     // keeps its stored copy: a failed read is a problem, not a removal.

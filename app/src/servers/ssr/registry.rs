@@ -56,11 +56,6 @@ impl ServerRow {
     }
 }
 
-pub const SERVER_COLUMNS: &str =
-    "slug, display_name, transport, url, command, source, capabilities, enabled,
-    created_at, updated_at, last_discovery_at, last_discovery_error, last_discovery_problems,
-    link_hosts";
-
 /// A server to insert or update.
 #[derive(Clone, Debug)]
 pub struct ServerSpec {
@@ -92,18 +87,22 @@ pub async fn insert_server(
     spec: &ServerSpec,
 ) -> Result<ServerRow, sqlx::Error> {
     let (transport, url, command) = endpoint_columns(&spec.endpoint);
-    sqlx::query_as::<_, ServerRow>(&format!(
+    sqlx::query_as!(
+        ServerRow,
         "INSERT INTO servers (slug, display_name, transport, url, command, source, capabilities, enabled)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {SERVER_COLUMNS}"
-    ))
-    .bind(&spec.slug)
-    .bind(&spec.display_name)
-    .bind(transport)
-    .bind(url)
-    .bind(command)
-    .bind(if spec.from_config { "config" } else { "ui" })
-    .bind(capability_names(&spec.capabilities))
-    .bind(spec.enabled)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         RETURNING slug, display_name, transport, url, command, source, capabilities, enabled,
+            created_at, updated_at, last_discovery_at, last_discovery_error,
+            last_discovery_problems, link_hosts",
+        spec.slug,
+        spec.display_name,
+        transport,
+        url,
+        command.as_deref(),
+        if spec.from_config { "config" } else { "ui" },
+        &capability_names(&spec.capabilities),
+        spec.enabled,
+    )
     .fetch_one(db)
     .await
 }
@@ -114,18 +113,22 @@ pub async fn update_server(
     spec: &ServerSpec,
 ) -> Result<Option<ServerRow>, sqlx::Error> {
     let (transport, url, command) = endpoint_columns(&spec.endpoint);
-    sqlx::query_as::<_, ServerRow>(&format!(
+    sqlx::query_as!(
+        ServerRow,
         "UPDATE servers SET display_name = $2, transport = $3, url = $4, command = $5,
                 capabilities = $6, enabled = $7, updated_at = now()
-         WHERE slug = $1 RETURNING {SERVER_COLUMNS}"
-    ))
-    .bind(&spec.slug)
-    .bind(&spec.display_name)
-    .bind(transport)
-    .bind(url)
-    .bind(command)
-    .bind(capability_names(&spec.capabilities))
-    .bind(spec.enabled)
+         WHERE slug = $1
+         RETURNING slug, display_name, transport, url, command, source, capabilities, enabled,
+            created_at, updated_at, last_discovery_at, last_discovery_error,
+            last_discovery_problems, link_hosts",
+        spec.slug,
+        spec.display_name,
+        transport,
+        url,
+        command.as_deref(),
+        &capability_names(&spec.capabilities),
+        spec.enabled,
+    )
     .fetch_optional(db)
     .await
 }
@@ -136,12 +139,16 @@ pub async fn set_link_hosts(
     slug: &str,
     hosts: &[String],
 ) -> Result<Option<ServerRow>, sqlx::Error> {
-    sqlx::query_as::<_, ServerRow>(&format!(
+    sqlx::query_as!(
+        ServerRow,
         "UPDATE servers SET link_hosts = $2, updated_at = now()
-         WHERE slug = $1 RETURNING {SERVER_COLUMNS}"
-    ))
-    .bind(slug)
-    .bind(hosts)
+         WHERE slug = $1
+         RETURNING slug, display_name, transport, url, command, source, capabilities, enabled,
+            created_at, updated_at, last_discovery_at, last_discovery_error,
+            last_discovery_problems, link_hosts",
+        slug,
+        hosts,
+    )
     .fetch_optional(db)
     .await
 }
@@ -150,53 +157,62 @@ pub async fn get_server(
     db: impl PgExecutor<'_>,
     slug: &str,
 ) -> Result<Option<ServerRow>, sqlx::Error> {
-    sqlx::query_as::<_, ServerRow>(&format!(
-        "SELECT {SERVER_COLUMNS} FROM servers WHERE slug = $1"
-    ))
-    .bind(slug)
+    sqlx::query_as!(
+        ServerRow,
+        "SELECT slug, display_name, transport, url, command, source, capabilities, enabled,
+            created_at, updated_at, last_discovery_at, last_discovery_error,
+            last_discovery_problems, link_hosts
+         FROM servers WHERE slug = $1",
+        slug,
+    )
     .fetch_optional(db)
     .await
 }
 
+/// Every server with its count of tools and of app resources, by slug.
 pub async fn list_servers(
     db: impl PgExecutor<'_>,
 ) -> Result<Vec<(ServerRow, i64, i64)>, sqlx::Error> {
-    #[derive(FromRow)]
-    struct Counted {
-        #[sqlx(flatten)]
-        server: ServerRow,
-        tool_count: i64,
-        app_count: i64,
-    }
-    let rows = sqlx::query_as::<_, Counted>(&format!(
-        "SELECT {SERVER_COLUMNS},
-            (SELECT count(*) FROM server_items i WHERE i.slug = s.slug AND i.kind = 'tool') AS tool_count,
-            (SELECT count(*) FROM server_items i WHERE i.slug = s.slug AND i.kind = 'app_resource') AS app_count
-         FROM servers s ORDER BY slug"
-    ))
+    let rows = sqlx::query!(
+        r#"SELECT slug, display_name, transport, url, command, source, capabilities, enabled,
+            created_at, updated_at, last_discovery_at, last_discovery_error,
+            last_discovery_problems, link_hosts,
+            (SELECT count(*) FROM server_items i WHERE i.slug = s.slug AND i.kind = 'tool') AS "tool_count!",
+            (SELECT count(*) FROM server_items i WHERE i.slug = s.slug AND i.kind = 'app_resource') AS "app_count!"
+         FROM servers s ORDER BY slug"#
+    )
     .fetch_all(db)
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| (r.server, r.tool_count, r.app_count))
+        .map(|r| {
+            let server = ServerRow {
+                slug: r.slug,
+                display_name: r.display_name,
+                transport: r.transport,
+                url: r.url,
+                command: r.command,
+                source: r.source,
+                capabilities: r.capabilities,
+                enabled: r.enabled,
+                created_at: r.created_at,
+                updated_at: r.updated_at,
+                last_discovery_at: r.last_discovery_at,
+                last_discovery_error: r.last_discovery_error,
+                last_discovery_problems: r.last_discovery_problems,
+                link_hosts: r.link_hosts,
+            };
+            (server, r.tool_count, r.app_count)
+        })
         .collect())
 }
 
 /// The items discovery stored last time.
 pub async fn items(db: impl PgExecutor<'_>, slug: &str) -> Result<Vec<Item>, sqlx::Error> {
-    #[derive(FromRow)]
-    struct ItemRow {
-        kind: String,
-        key: String,
-        digest: String,
-        size: i64,
-        body: Vec<u8>,
-        info: Value,
-    }
-    let rows = sqlx::query_as::<_, ItemRow>(
+    let rows = sqlx::query!(
         "SELECT kind, key, digest, size, body, info FROM server_items WHERE slug = $1 ORDER BY kind, key",
+        slug,
     )
-    .bind(slug)
     .fetch_all(db)
     .await?;
     Ok(rows
@@ -220,21 +236,20 @@ pub async fn replace_items(
     slug: &str,
     items: &[Item],
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM server_items WHERE slug = $1")
-        .bind(slug)
+    sqlx::query!("DELETE FROM server_items WHERE slug = $1", slug)
         .execute(&mut *conn)
         .await?;
     for item in items {
-        sqlx::query(
+        sqlx::query!(
             "INSERT INTO server_items (slug, kind, key, digest, size, body, info) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            slug,
+            item.kind.as_str(),
+            item.key,
+            item.digest,
+            item.size,
+            item.body,
+            item.info,
         )
-        .bind(slug)
-        .bind(item.kind.as_str())
-        .bind(&item.key)
-        .bind(&item.digest)
-        .bind(item.size)
-        .bind(&item.body)
-        .bind(&item.info)
         .execute(&mut *conn)
         .await?;
     }
@@ -248,13 +263,13 @@ pub async fn record_discovery(
     error: Option<&str>,
     problems: &Value,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE servers SET last_discovery_at = now(), last_discovery_error = $2,
                 last_discovery_problems = $3 WHERE slug = $1",
+        slug,
+        error,
+        problems,
     )
-    .bind(slug)
-    .bind(error)
-    .bind(problems)
     .execute(db)
     .await?;
     Ok(())
@@ -262,7 +277,7 @@ pub async fn record_discovery(
 
 /// Slugs of every enabled server, for periodic discovery.
 pub async fn enabled_slugs(db: impl PgExecutor<'_>) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT slug FROM servers WHERE enabled ORDER BY slug")
+    sqlx::query_scalar!("SELECT slug FROM servers WHERE enabled ORDER BY slug")
         .fetch_all(db)
         .await
 }

@@ -62,15 +62,14 @@ pub async fn mint(
     lifetime: time::Duration,
     limit: u32,
 ) -> Result<(TokenRow, TokenSecret), MintError> {
-    sqlx::query("SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE")
-        .bind(user_id)
+    sqlx::query!("SELECT FROM users WHERE id = $1 FOR NO KEY UPDATE", user_id)
         .execute(&mut **tx)
         .await?;
-    let live: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM login_tokens
-         WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now()",
+    let live = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "live!" FROM login_tokens
+         WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now()"#,
+        user_id,
     )
-    .bind(user_id)
     .fetch_one(&mut **tx)
     .await?;
     if live >= i64::from(limit) {
@@ -82,14 +81,16 @@ pub async fn mint(
         "{PREFIX}{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     );
-    let row = sqlx::query_as::<_, TokenRow>(
+    // `lifetime as _`: a `time::Duration` encodes as the interval the statement expects.
+    let row = sqlx::query_as!(
+        TokenRow,
         "INSERT INTO login_tokens (user_id, name, hash, expires_at) VALUES ($1, $2, $3, now() + $4)
          RETURNING id, user_id, name, created_at, expires_at, last_used_at, revoked_at",
+        user_id,
+        name,
+        hash(&secret),
+        lifetime as _,
     )
-    .bind(user_id)
-    .bind(name)
-    .bind(hash(&secret))
-    .bind(lifetime)
     .fetch_one(&mut **tx)
     .await?;
     Ok((row, TokenSecret(secret)))
@@ -103,12 +104,13 @@ pub async fn verify(
     if !secret.starts_with(PREFIX) || secret.len() > 200 {
         return Ok(None);
     }
-    sqlx::query_as::<_, TokenRow>(
+    sqlx::query_as!(
+        TokenRow,
         "UPDATE login_tokens SET last_used_at = now()
          WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()
          RETURNING id, user_id, name, created_at, expires_at, last_used_at, revoked_at",
+        hash(secret),
     )
-    .bind(hash(secret))
     .fetch_optional(db)
     .await
 }
@@ -116,11 +118,11 @@ pub async fn verify(
 /// Whether the token `id` still lives (not revoked, not expired): a token session lasts
 /// only as long as its token.
 pub async fn is_live(db: impl PgExecutor<'_>, id: Uuid) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM login_tokens
-                        WHERE id = $1 AND revoked_at IS NULL AND expires_at > now())",
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM login_tokens
+                        WHERE id = $1 AND revoked_at IS NULL AND expires_at > now()) AS "live!""#,
+        id,
     )
-    .bind(id)
     .fetch_one(db)
     .await
 }
@@ -132,19 +134,11 @@ pub async fn verify_with_owner(
     db: impl PgExecutor<'_>,
     secret: &str,
 ) -> Result<Option<(Uuid, users::UserRow, Vec<crate::auth::Role>, OffsetDateTime)>, sqlx::Error> {
-    #[derive(FromRow)]
-    struct Row {
-        token_id: Uuid,
-        expires_at: OffsetDateTime,
-        #[sqlx(flatten)]
-        user: users::UserRow,
-        roles: Vec<String>,
-    }
     if !secret.starts_with(PREFIX) || secret.len() > 200 {
         return Ok(None);
     }
-    let row = sqlx::query_as::<_, Row>(&format!(
-        "WITH t AS (
+    let row = sqlx::query!(
+        r#"WITH t AS (
              SELECT id, user_id, last_used_at, expires_at FROM login_tokens
              WHERE hash = $1 AND revoked_at IS NULL AND expires_at > now()),
          touched AS (
@@ -152,18 +146,30 @@ pub async fn verify_with_owner(
              WHERE id IN (SELECT id FROM t
                           WHERE last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
              RETURNING id)
-         SELECT t.id AS token_id, t.expires_at, {}
+         SELECT t.id AS "token_id!", t.expires_at AS "expires_at!",
+                u.id, u.issuer, u.subject, u.email, u.display_name, u.created_at,
+                u.last_sign_in_at,
+                COALESCE(array_agg(r.role ORDER BY r.role) FILTER (WHERE r.role IS NOT NULL),
+                         '{}') AS "roles!"
          FROM t JOIN users u ON u.id = t.user_id LEFT JOIN user_roles r ON r.user_id = u.id
-         GROUP BY t.id, t.expires_at, u.id",
-        users::USER_AND_ROLE_NAMES
-    ))
-    .bind(hash(secret))
+         GROUP BY t.id, t.expires_at, u.id"#,
+        hash(secret),
+    )
     .fetch_optional(db)
     .await?;
     Ok(row.map(|row| {
+        let user = users::UserRow {
+            id: row.id,
+            issuer: row.issuer,
+            subject: row.subject,
+            email: row.email,
+            display_name: row.display_name,
+            created_at: row.created_at,
+            last_sign_in_at: row.last_sign_in_at,
+        };
         (
             row.token_id,
-            row.user,
+            user,
             users::known_roles(&row.roles),
             row.expires_at,
         )
@@ -174,22 +180,30 @@ pub async fn list(
     db: impl PgExecutor<'_>,
     user_id: Option<Uuid>,
 ) -> Result<Vec<(TokenRow, String)>, sqlx::Error> {
-    #[derive(FromRow)]
-    struct WithEmail {
-        #[sqlx(flatten)]
-        token: TokenRow,
-        email: String,
-    }
-    let rows = sqlx::query_as::<_, WithEmail>(
+    let rows = sqlx::query!(
         "SELECT t.id, t.user_id, t.name, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, u.email
          FROM login_tokens t JOIN users u ON u.id = t.user_id
          WHERE $1::uuid IS NULL OR t.user_id = $1
          ORDER BY t.created_at DESC",
+        user_id,
     )
-    .bind(user_id)
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.token, r.email)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let token = TokenRow {
+                id: r.id,
+                user_id: r.user_id,
+                name: r.name,
+                created_at: r.created_at,
+                expires_at: r.expires_at,
+                last_used_at: r.last_used_at,
+                revoked_at: r.revoked_at,
+            };
+            (token, r.email)
+        })
+        .collect())
 }
 
 /// Revokes a token (of `owner` only, when given). Returns it when it was live.
@@ -198,13 +212,14 @@ pub async fn revoke(
     id: Uuid,
     owner: Option<Uuid>,
 ) -> Result<Option<TokenRow>, sqlx::Error> {
-    sqlx::query_as::<_, TokenRow>(
+    sqlx::query_as!(
+        TokenRow,
         "UPDATE login_tokens SET revoked_at = now()
          WHERE id = $1 AND revoked_at IS NULL AND ($2::uuid IS NULL OR user_id = $2)
          RETURNING id, user_id, name, created_at, expires_at, last_used_at, revoked_at",
+        id,
+        owner,
     )
-    .bind(id)
-    .bind(owner)
     .fetch_optional(db)
     .await
 }
