@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::audit::ssr::writer::{self, Actor};
+use app::entitlements::policy::{Policy, WritingRule};
+use app::entitlements::ssr::policies;
 use app::servers::Capability;
 use app::servers::ssr::child_environment::DeclaredEnv;
 use app::servers::ssr::client::{Endpoint, Hub};
@@ -98,15 +100,45 @@ pub async fn sync_declared(pool: &PgPool, declared: &[DeclaredServer]) -> Result
 }
 
 /// Adds the demo server to the declared ones, unless the file declares its slug (the file
-/// wins) or strad cannot name its own executable.
-pub fn declare_demo(declared: &mut Vec<DeclaredServer>) {
+/// wins) or strad cannot name its own executable. Returns whether it did.
+pub fn declare_demo(declared: &mut Vec<DeclaredServer>) -> bool {
     if declared.iter().any(|server| server.slug == DEMO_SLUG) {
-        return;
+        return false;
     }
     match demo_server() {
-        Some(demo) => declared.push(demo),
-        None => tracing::warn!("strad cannot name its own executable; no demo server"),
+        Some(demo) => {
+            declared.push(demo);
+            true
+        }
+        None => {
+            tracing::warn!("strad cannot name its own executable; no demo server");
+            false
+        }
     }
+}
+
+/// The demo's writing tool asks the person before it runs from the app, rather than being
+/// refused as every server's is by default: set once, when the demo has no policy yet, so
+/// an admin's later choice stands. Audited as strad's own change.
+pub async fn settle_demo_policy(pool: &PgPool) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let policy = Policy {
+        writing_from_apps: WritingRule::Ask,
+        ..Policy::default()
+    };
+    if policies::set_if_none(&mut *tx, DEMO_SLUG, &policy).await? {
+        let payload = json!({"old": Policy::default(), "new": policy,
+            "reason": "the demo asks before it writes"});
+        writer::append(
+            &mut tx,
+            &Actor::system(),
+            "policy_changed",
+            Some(DEMO_SLUG),
+            &payload,
+        )
+        .await?;
+    }
+    tx.commit().await
 }
 
 /// The demo server (`strad demo-server`, this very binary on stdio) as local mode declares

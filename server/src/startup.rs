@@ -75,9 +75,7 @@ impl Application {
     ) -> anyhow::Result<Self> {
         db::migrate(&pool).await?;
         let mut config = config;
-        if config.demo {
-            crate::servers::declare_demo(&mut config.servers);
-        }
+        let demo = config.demo && crate::servers::declare_demo(&mut config.servers);
         let config = Arc::new(config);
         let approval_secret = match &config.approvals.secret {
             Some(secret) => ApprovalSecret::new(secret.expose().as_bytes().to_vec())
@@ -114,6 +112,9 @@ impl Application {
             .site_addr(config.http.bind)
             .build();
         crate::servers::sync_declared(&pool, &config.servers).await?;
+        if demo {
+            crate::servers::settle_demo_policy(&pool).await?;
+        }
         let (changes, changed) = tokio::sync::mpsc::unbounded_channel();
         let hub = Arc::new(Hub::new(
             HubSettings {

@@ -52,3 +52,29 @@ pub async fn set(db: impl PgExecutor<'_>, slug: &str, policy: &Policy) -> Result
     .await?;
     Ok(())
 }
+
+/// Stores `policy` for a slug that has none yet; returns whether it did. A policy already
+/// set (by an admin, say) is left as it is.
+pub async fn set_if_none(
+    db: impl PgExecutor<'_>,
+    slug: &str,
+    policy: &Policy,
+) -> Result<bool, sqlx::Error> {
+    let list = |list: &ToolList| match list {
+        ToolList::All => None,
+        ToolList::Only(names) => Some(names.clone()),
+    };
+    let (playground, apps) = (list(&policy.playground), list(&policy.apps));
+    let inserted = sqlx::query!(
+        "INSERT INTO tool_policies (slug, playground_tools, app_tools, writing_from_apps)
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (slug) DO NOTHING",
+        slug,
+        playground.as_deref(),
+        apps.as_deref(),
+        policy.writing_from_apps.as_str(),
+    )
+    .execute(db)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
