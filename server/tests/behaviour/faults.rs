@@ -2,12 +2,10 @@
 //! error on its page and in the log; strad stays up, other servers are unaffected, and the
 //! next healthy request works.
 
-mod support;
-
+use crate::support::mcp::{TestServer, free_port};
+use crate::support::*;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::mcp::{TestServer, free_port};
-use support::*;
 
 async fn status(app: &TestApp, admin: &reqwest::Client, slug: &str) -> Value {
     server_detail(app, admin, slug).await["summary"]["status"].clone()

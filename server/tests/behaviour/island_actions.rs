@@ -3,12 +3,10 @@
 //! actions; a download of the server's own resources; the page's log; and the open-link
 //! allow-list an admin sets.
 
-mod support;
-
+use crate::support::mcp::TestServer;
+use crate::support::*;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::mcp::TestServer;
-use support::*;
 
 /// strad with the test MCP server registered as `widget` (tools and apps approved) and
 /// granted to the local admin.

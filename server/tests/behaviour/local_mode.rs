@@ -1,9 +1,7 @@
 //! Local mode (no issuer): a one-time link signs in the local admin, once.
 
-mod support;
-
+use crate::support::*;
 use sqlx::PgPool;
-use support::*;
 
 #[sqlx::test(migrations = false)]
 async fn the_one_time_link_signs_in_the_local_admin_once(pool: PgPool) {

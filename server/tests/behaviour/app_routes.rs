@@ -1,13 +1,11 @@
 //! The app surface's routes: the frame serves the person's pin under the exact CSP, and the
 //! tool-call route refuses everything SPEC §8 refuses — with nothing called upstream.
 
-mod support;
-
+use crate::support::mcp::TestServer;
+use crate::support::*;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::time::Duration;
-use support::mcp::TestServer;
-use support::*;
 
 /// Grants `widget` to the local admin.
 async fn grant_widget(app: &TestApp, admin: &reqwest::Client) {

@@ -1,10 +1,8 @@
 //! Sessions: stored in Postgres, cookie flags, the id cycled at sign-in, expiry, and
 //! sign-out deleting the row.
 
-mod support;
-
+use crate::support::*;
 use sqlx::PgPool;
-use support::*;
 
 fn session_cookie(response: &reqwest::Response) -> Option<String> {
     response

@@ -2,16 +2,14 @@
 //! the tools and app resources they are entitled to, namespaced per server, calls them, reads
 //! the same bytes strad pins; and everything else is refused.
 
-mod support;
-
+use crate::support::mcp::{ExampleServer, TestServer};
+use crate::support::*;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::mcp::{ExampleServer, TestServer};
-use support::*;
 
 async fn mint(app: &TestApp, browser: &reqwest::Client) -> (String, String) {
     let minted: Value = server_fn(
@@ -1266,7 +1264,7 @@ async fn client_sessions_share_a_stdio_servers_few_processes(pool: PgPool) {
     let file = format!(
         "[[servers]]\nslug = \"clock\"\ncommand = [\"sh\", \"-c\", \"echo $$ >> {}; exec {} --stdio\"]\ncapabilities = [\"tools\"]\n",
         spawns.display(),
-        support::mcp::npm_bin("mcp-server-basic-vanillajs"),
+        crate::support::mcp::npm_bin("mcp-server-basic-vanillajs"),
     );
     let app = spawn_app_with_file(pool, &file, &[("STRAD_STDIO_CHILDREN_MAX", "2")]).await;
     let admin = signed_in_admin(&app).await;

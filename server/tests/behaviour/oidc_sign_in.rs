@@ -2,10 +2,8 @@
 //! it must refuse: each refusal lands on the sign-in page with its reason and leaves no
 //! session behind.
 
-mod support;
-
+use crate::support::*;
 use sqlx::PgPool;
-use support::*;
 
 async fn refusal_page(app: &TestApp, client: &reqwest::Client, landed: &str) -> String {
     let response = client.get(app.url(landed)).send().await.unwrap();

@@ -2,12 +2,10 @@
 //! Streamable HTTP and over stdio, and strad's own test server whose app HTML, tools and
 //! faults change between discoveries.
 
-mod support;
-
+use crate::support::mcp::{ExampleServer, TestServer, npm_bin};
+use crate::support::*;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::mcp::{ExampleServer, TestServer, npm_bin};
-use support::*;
 
 fn tool<'a>(detail: &'a Value, name: &str) -> &'a Value {
     detail["tools"]

@@ -1,10 +1,8 @@
 //! Every route answers an anonymous request with 401 or a redirect to sign-in, never a
 //! 500; public routes answer as they should; security headers are on every response.
 
-mod support;
-
+use crate::support::*;
 use sqlx::PgPool;
-use support::*;
 
 #[sqlx::test(migrations = false)]
 async fn protected_pages_redirect_anonymous_visitors_to_sign_in(pool: PgPool) {

@@ -20,6 +20,8 @@
 //! strad runs as many worker threads as the binary would (`TOKIO_WORKER_THREADS`, else one
 //! fewer than the cores, at least one). The figures go in the README; nothing here asserts a time.
 
+#[allow(dead_code)]
+#[path = "../tests/behaviour/support/mod.rs"]
 mod support;
 
 use std::future::Future;

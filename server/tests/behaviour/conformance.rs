@@ -11,18 +11,16 @@
 //! client-directed features a relay does not offer (sampling, elicitation, logging levels,
 //! completions, resource subscriptions).
 
-mod support;
-
 use std::process::Stdio;
 
+use crate::support::mcp::{TestServer, end2end_dir};
+use crate::support::*;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use serde_json::Value;
 use sqlx::PgPool;
-use support::mcp::{TestServer, end2end_dir};
-use support::*;
 
 /// What a relay can be held to: lifecycle, ping, listing, the transport's SSE streams and its
 /// DNS-rebinding guard. (`server-sse-polling` also reports a WARNING, not a failure: rmcp's

@@ -3,12 +3,10 @@
 //! only where the schema is beyond a form), its defaults must be valid arguments, a value
 //! filled in field by field must be valid, and a wrong value must be caught at its field.
 
-mod support;
-
+use crate::support::mcp::{ExampleServer, TestServer};
 use app::playground::schema_form::{self, Field, Kind};
 use app::servers::ssr::client::{Endpoint, Hub, HubSettings};
 use serde_json::{Map, Value, json};
-use support::mcp::{ExampleServer, TestServer};
 
 /// A valid value for `field`, as a person would fill the form.
 fn filled(field: &Field) -> Value {

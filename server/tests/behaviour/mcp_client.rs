@@ -1,13 +1,11 @@
 //! strad's MCP client on its own: tool calls, connection reuse, a server that dies in the
 //! middle of a call and comes back, a call that hangs, an answer that is not JSON.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::mcp::{TestServer, free_port, npm_bin};
 use app::servers::ssr::client::{Endpoint, Hub, HubSettings, McpError};
 use serde_json::json;
-use support::mcp::{TestServer, free_port, npm_bin};
 
 fn hub(timeout: Duration) -> Hub {
     let (changes, _changed) = tokio::sync::mpsc::unbounded_channel();

@@ -2,15 +2,13 @@
 //! concurrently, any edit, deletion or swap is found at the right row, `strad audit verify`
 //! reports it, and auditors export the log as CSV or JSON.
 
-mod support;
-
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use crate::support::*;
 use app::audit::ssr::writer::{self, Actor, GENESIS};
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::*;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;

@@ -3,18 +3,16 @@
 //! within its lifetime — and whatever is refused, nothing reaches the server and the audit
 //! log says what happened.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::mcp::TestServer;
+use crate::support::*;
 use app::apps::ssr::approvals::{
     ApprovalSecret, Binding, arguments_sha256, mint_at, session_binding,
 };
 use reqwest::cookie::{CookieStore, Jar};
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::mcp::TestServer;
-use support::*;
 
 const AWAITING: &str = "This tool changes things: approve it in the console.";
 const NOT_MATCHING: &str = "This approval does not match this call.";

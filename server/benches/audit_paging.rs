@@ -2,6 +2,8 @@
 //! server function. Run with
 //! `cargo test -p strad-server --release --test audit_paging_bench -- --ignored --nocapture`.
 
+#[allow(dead_code)]
+#[path = "../tests/behaviour/support/mod.rs"]
 mod support;
 
 use std::time::Instant;

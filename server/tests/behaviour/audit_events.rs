@@ -1,10 +1,8 @@
 //! Each audited action writes its row in the same transaction as the change.
 
-mod support;
-
+use crate::support::*;
 use serde_json::Value;
 use sqlx::PgPool;
-use support::*;
 
 async fn last_event(pool: &PgPool) -> (String, Option<String>, Option<String>, Value) {
     sqlx::query_as(

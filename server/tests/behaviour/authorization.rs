@@ -1,10 +1,8 @@
 //! Every route and server function that exists: anonymous gets 401 (or, for a page, a
 //! redirect to sign-in); a signed-in person without the role gets 403.
 
-mod support;
-
+use crate::support::*;
 use sqlx::PgPool;
-use support::*;
 
 /// A server function, the roles that may call it (empty: any signed-in person) and a body.
 type ServerFn = (

@@ -1,11 +1,9 @@
 //! Personal login tokens: minted once, stored hashed, expiring, revocable; `?token=` on a
 //! console URL makes a view-only token session.
 
-mod support;
-
+use crate::support::*;
 use serde_json::Value;
 use sqlx::PgPool;
-use support::*;
 
 async fn mint(app: &TestApp, browser: &reqwest::Client, name: &str) -> (String, String) {
     let response = server_fn(

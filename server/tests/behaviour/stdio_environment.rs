@@ -3,13 +3,11 @@
 //! strad; the child gets `PATH`, `HOME`, `LANG` and `TZ` from strad, and the `env` its
 //! `[[servers]]` entry declares.
 
-mod support;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::support::*;
 use sqlx::PgPool;
-use support::*;
 
 /// A stdio "server" that writes its environment, as JSON, to the file named by its argument
 /// and exits. Discovery starts it at start-up.

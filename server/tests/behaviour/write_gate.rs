@@ -2,11 +2,9 @@
 //! request but GET and HEAD passes the write gate; a token session ends with its token; every
 //! session has an absolute lifetime; cookies and caching.
 
-mod support;
-
+use crate::support::*;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use support::*;
 
 /// Every table a write could change (the audit log and sessions aside), as one text.
 async fn everything(pool: &PgPool) -> String {
@@ -179,7 +177,7 @@ async fn a_token_session_sees_the_console_but_pins_nothing(pool: PgPool) {
     let app = spawn_app(pool).await;
     let (admin, viewer, _) = admin_and_viewer(&app).await;
     // A live app server, so that an open that pins would succeed.
-    let server = support::mcp::TestServer::start().await;
+    let server = crate::support::mcp::TestServer::start().await;
     register_server(&app, &admin, "widget", &server.url, true).await;
     let granted = server_fn(
         &app,
