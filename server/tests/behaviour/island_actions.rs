@@ -8,41 +8,6 @@ use crate::support::*;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-/// strad with the test MCP server registered as `widget` (tools and apps approved) and
-/// granted to the local admin.
-async fn setup(pool: PgPool) -> (TestApp, reqwest::Client, TestServer) {
-    let app = spawn_app(pool).await;
-    let admin = signed_in_admin(&app).await;
-    let server = TestServer::start().await;
-    register_server(&app, &admin, "widget", &server.url, true).await;
-    let granted = server_fn(
-        &app,
-        &admin,
-        "entitlements/grant",
-        &[("slug", "widget"), ("grantee", "admin@localhost")],
-    )
-    .await;
-    assert_eq!(granted.status(), 200);
-    (app, admin, server)
-}
-
-/// POSTs JSON to a console route as the console's own page does.
-async fn post(
-    app: &TestApp,
-    browser: &reqwest::Client,
-    path: &str,
-    body: Value,
-) -> reqwest::Response {
-    browser
-        .post(app.url(path))
-        .header("origin", &app.base)
-        .header("sec-fetch-site", "same-origin")
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-}
-
 /// Adds a read-only tool `name` whose result proposes `actions`, and rediscovers.
 async fn proposing(
     app: &TestApp,
@@ -63,7 +28,7 @@ async fn proposing(
 
 /// The answer of an app's call of `tool`, which must succeed.
 async fn app_call(app: &TestApp, browser: &reqwest::Client, tool: &str) -> Value {
-    let response = post(
+    let response = post_from_console(
         app,
         browser,
         "/apps/widget/tools/call",
@@ -112,7 +77,7 @@ fn row(label: &str, drawn: bool, why: Option<&str>) -> (String, bool, Option<Str
 
 #[sqlx::test(migrations = false)]
 async fn each_proposed_action_is_drawn_or_says_why_not(pool: PgPool) {
-    let (app, admin, server) = setup(pool).await;
+    let (app, admin, server) = spawn_app_with_widget(pool).await;
     let actions = json!([
         {"label": "Show", "tool": "show-widget", "arguments": {"label": "again"}, "server": "widget"},
         {"label": "Note", "tool": "write-note", "kind": "danger"},
@@ -212,7 +177,7 @@ async fn each_proposed_action_is_drawn_or_says_why_not(pool: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_proposal_that_is_not_a_list_is_one_action_not_drawn(pool: PgPool) {
-    let (app, admin, server) = setup(pool).await;
+    let (app, admin, server) = spawn_app_with_widget(pool).await;
     let one = json!({"label": "Show", "tool": "show-widget"});
     proposing(&app, &admin, &server, "propose", one).await;
     let answer = app_call(&app, &admin, "propose").await;
@@ -226,7 +191,7 @@ async fn a_proposal_that_is_not_a_list_is_one_action_not_drawn(pool: PgPool) {
 async fn the_opening_call_carries_its_results_actions_and_the_playground_the_raw_result(
     pool: PgPool,
 ) {
-    let (app, admin, server) = setup(pool).await;
+    let (app, admin, server) = spawn_app_with_widget(pool).await;
     server
         .control(json!({"addTool": {"name": "show-widget",
             "annotations": {"readOnlyHint": true},
@@ -235,7 +200,7 @@ async fn the_opening_call_carries_its_results_actions_and_the_playground_the_raw
                        "_meta": {"x-strad/actions": [{"label": "Again", "tool": "show-widget"}]}}}}))
         .await;
     refresh_server(&app, &admin, "widget").await;
-    let opening = post(
+    let opening = post_from_console(
         &app,
         &admin,
         "/apps/widget/opening-call",
@@ -249,7 +214,7 @@ async fn the_opening_call_carries_its_results_actions_and_the_playground_the_raw
     assert_eq!(answer["result"]["content"][0]["text"], "opened");
     assert_eq!(outcomes(&answer), [row("Again", true, None)]);
 
-    let played = post(
+    let played = post_from_console(
         &app,
         &admin,
         "/servers/widget/tools/call",
@@ -264,7 +229,7 @@ async fn the_opening_call_carries_its_results_actions_and_the_playground_the_raw
 
 #[sqlx::test(migrations = false)]
 async fn host_actions_are_audited_with_their_detail_bounded(pool: PgPool) {
-    let (app, admin, _server) = setup(pool).await;
+    let (app, admin, _server) = spawn_app_with_widget(pool).await;
     let detail = json!({"url": "https://docs.example.com/a", "host": "docs.example.com",
         "host_ascii": "docs.example.com"});
     for (action, decision) in [
@@ -274,14 +239,14 @@ async fn host_actions_are_audited_with_their_detail_bounded(pool: PgPool) {
         ("clipboard", "approved"),
     ] {
         let body = json!({"action": action, "decision": decision, "detail": detail});
-        let response = post(&app, &admin, "/apps/widget/host-actions", body).await;
+        let response = post_from_console(&app, &admin, "/apps/widget/host-actions", body).await;
         assert_eq!(response.status(), 200, "{action} {decision}");
         assert_eq!(response.json::<Value>().await.unwrap(), json!({}));
     }
     let long = json!({"text": "x".repeat(5000), "items": (0..50).collect::<Vec<_>>()});
     let body = json!({"action": "clipboard", "decision": "approved", "detail": long});
     assert_eq!(
-        post(&app, &admin, "/apps/widget/host-actions", body)
+        post_from_console(&app, &admin, "/apps/widget/host-actions", body)
             .await
             .status(),
         200
@@ -312,19 +277,22 @@ async fn host_actions_are_audited_with_their_detail_bounded(pool: PgPool) {
         json!({"action": "print", "decision": "approved", "detail": {}}),
         json!({"action": "clipboard", "decision": "approved", "detail": "text"}),
     ] {
-        let response = post(&app, &admin, "/apps/widget/host-actions", body.clone()).await;
+        let response =
+            post_from_console(&app, &admin, "/apps/widget/host-actions", body.clone()).await;
         assert_eq!(response.status(), 400, "{body}");
         assert!(response.json::<Value>().await.unwrap()["error"].is_string());
     }
     // Not entitled, or no such slug: the same 403; a stranger hears 401.
     let body = json!({"action": "clipboard", "decision": "approved", "detail": {}});
-    let elsewhere = post(&app, &admin, "/apps/nowhere/host-actions", body.clone()).await;
+    let elsewhere =
+        post_from_console(&app, &admin, "/apps/nowhere/host-actions", body.clone()).await;
     assert_eq!(elsewhere.status(), 403);
     let stranger = app.new_browser();
-    let anonymous = post(&app, &stranger, "/apps/widget/host-actions", body.clone()).await;
+    let anonymous =
+        post_from_console(&app, &stranger, "/apps/widget/host-actions", body.clone()).await;
     assert_eq!(anonymous.status(), 401);
     let viewer = token_session(&app, &admin).await;
-    let by_token = post(&app, &viewer, "/apps/widget/host-actions", body).await;
+    let by_token = post_from_console(&app, &viewer, "/apps/widget/host-actions", body).await;
     assert_eq!(by_token.status(), 403);
     let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'host_action'")
         .fetch_one(&app.pool)
@@ -335,19 +303,20 @@ async fn host_actions_are_audited_with_their_detail_bounded(pool: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_download_reads_any_resource_of_the_apps_own_server(pool: PgPool) {
-    let (app, admin, server) = setup(pool).await;
+    let (app, admin, server) = spawn_app_with_widget(pool).await;
     let readme = json!({"uri": "file:///test/readme.txt"});
-    let response = post(&app, &admin, "/apps/widget/download", readme.clone()).await;
+    let response = post_from_console(&app, &admin, "/apps/widget/download", readme.clone()).await;
     assert_eq!(response.status(), 200);
     let read: Value = response.json().await.unwrap();
     let contents = read["contents"].as_array().expect("a ReadResourceResult");
     assert_eq!(contents[0]["uri"], "file:///test/readme.txt");
     // `resources/read` still serves app resources only.
-    let as_app = post(&app, &admin, "/apps/widget/resources/read", readme.clone()).await;
+    let as_app =
+        post_from_console(&app, &admin, "/apps/widget/resources/read", readme.clone()).await;
     assert_eq!(as_app.status(), 403);
     let widget = json!({"uri": "ui://test/widget.html"});
     assert_eq!(
-        post(&app, &admin, "/apps/widget/download", widget)
+        post_from_console(&app, &admin, "/apps/widget/download", widget)
             .await
             .status(),
         200
@@ -355,21 +324,21 @@ async fn a_download_reads_any_resource_of_the_apps_own_server(pool: PgPool) {
     // A resource the server does not have is the server's failure, told by reference.
     let missing = json!({"uri": "file:///test/absent.txt"});
     assert_eq!(
-        post(&app, &admin, "/apps/widget/download", missing)
+        post_from_console(&app, &admin, "/apps/widget/download", missing)
             .await
             .status(),
         502
     );
     // Another server's, or none of the person's: 403.
     assert_eq!(
-        post(&app, &admin, "/apps/nowhere/download", readme.clone())
+        post_from_console(&app, &admin, "/apps/nowhere/download", readme.clone())
             .await
             .status(),
         403
     );
     // A token session may look, not download.
     let viewer = token_session(&app, &admin).await;
-    let by_token = post(&app, &viewer, "/apps/widget/download", readme.clone()).await;
+    let by_token = post_from_console(&app, &viewer, "/apps/widget/download", readme.clone()).await;
     assert_eq!(by_token.status(), 403);
     // Without the apps capability, no app, and nothing to download.
     let approve = server_fn(
@@ -387,7 +356,7 @@ async fn a_download_reads_any_resource_of_the_apps_own_server(pool: PgPool) {
     .await;
     assert_eq!(approve.status(), 200);
     assert_eq!(
-        post(&app, &admin, "/apps/widget/download", readme)
+        post_from_console(&app, &admin, "/apps/widget/download", readme)
             .await
             .status(),
         403
@@ -396,35 +365,39 @@ async fn a_download_reads_any_resource_of_the_apps_own_server(pool: PgPool) {
 
 #[sqlx::test(migrations = false)]
 async fn a_pages_log_is_accepted_alike_within_and_over_the_rate(pool: PgPool) {
-    let (app, admin, _server) = setup(pool).await;
+    let (app, admin, _server) = spawn_app_with_widget(pool).await;
     // Twice the rate in a burst: the lines past it are dropped, and the page hears the same.
     for i in 0..20 {
         let line = json!({"level": "info", "logger": "widget", "data": {"line": i}});
-        let response = post(&app, &admin, "/apps/widget/log", line).await;
+        let response = post_from_console(&app, &admin, "/apps/widget/log", line).await;
         assert_eq!(response.status(), 204, "line {i}");
     }
     let without_logger = json!({"level": "warning", "data": "x".repeat(10_000)});
     assert_eq!(
-        post(&app, &admin, "/apps/widget/log", without_logger)
+        post_from_console(&app, &admin, "/apps/widget/log", without_logger)
             .await
             .status(),
         204
     );
     let bad = json!({"level": "shout", "data": 1});
     assert_eq!(
-        post(&app, &admin, "/apps/widget/log", bad).await.status(),
+        post_from_console(&app, &admin, "/apps/widget/log", bad)
+            .await
+            .status(),
         400
     );
     let line = json!({"level": "info", "data": 1});
     assert_eq!(
-        post(&app, &admin, "/apps/nowhere/log", line.clone())
+        post_from_console(&app, &admin, "/apps/nowhere/log", line.clone())
             .await
             .status(),
         403
     );
     let viewer = token_session(&app, &admin).await;
     assert_eq!(
-        post(&app, &viewer, "/apps/widget/log", line).await.status(),
+        post_from_console(&app, &viewer, "/apps/widget/log", line)
+            .await
+            .status(),
         403
     );
 }
@@ -438,7 +411,7 @@ async fn app_view(app: &TestApp, browser: &reqwest::Client) -> Value {
 
 #[sqlx::test(migrations = false)]
 async fn link_hosts_set_by_an_admin_are_audited_and_reach_the_app(pool: PgPool) {
-    let (app, admin, _server) = setup(pool).await;
+    let (app, admin, _server) = spawn_app_with_widget(pool).await;
     assert_eq!(app_view(&app, &admin).await["link_hosts"], json!([]));
     let set = |hosts: &'static str| {
         let (app, admin) = (&app, &admin);
@@ -495,7 +468,7 @@ async fn link_hosts_set_by_an_admin_are_audited_and_reach_the_app(pool: PgPool) 
 
 #[sqlx::test(migrations = false)]
 async fn only_an_admin_sets_link_hosts(pool: PgPool) {
-    let (app, admin, _server) = setup(pool).await;
+    let (app, admin, _server) = spawn_app_with_widget(pool).await;
     let set = |browser: reqwest::Client| {
         let app = &app;
         async move {
