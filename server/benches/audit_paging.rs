@@ -1,21 +1,40 @@
-//! Benchmark (ignored by default): audit-log paging at a million rows, through the real
-//! server function. Run with
-//! `cargo test -p strad-server --release --test audit_paging_bench -- --ignored --nocapture`.
+//! Benchmark: audit-log paging at a million rows, through the real server function. Run
+//! with `cargo bench -p strad-server --bench audit_paging`; `STRAD_BENCH_AUDIT_ROWS` sets
+//! how many rows (a million unless it says otherwise).
 
 #[allow(dead_code)]
 #[path = "../tests/behaviour/support/mod.rs"]
 mod support;
 
+#[path = "support/fresh_database.rs"]
+mod fresh_database;
+
 use std::time::Instant;
 
 use sqlx::PgPool;
+use fresh_database::FreshDatabase;
 use support::*;
 
 const ROWS: i64 = 1_000_000;
 
-#[sqlx::test(migrations = false)]
-#[ignore = "a benchmark: run it on purpose"]
-async fn audit_paging_stays_fast_at_a_million_rows(pool: PgPool) {
+/// Runs on one thread, as `#[sqlx::test]` does; strad runs on its own runtime beside it.
+fn main() {
+    let rows = std::env::var("STRAD_BENCH_AUDIT_ROWS")
+        .ok()
+        .map(|n| n.parse().expect("STRAD_BENCH_AUDIT_ROWS is a number"))
+        .unwrap_or(ROWS);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let database = FreshDatabase::create("audit_paging").await;
+        audit_paging_stays_fast_at_a_million_rows(database.pool.clone(), rows).await;
+        database.drop().await;
+    });
+}
+
+async fn audit_paging_stays_fast_at_a_million_rows(pool: PgPool, rows: i64) {
     let app = spawn_app(pool).await;
     sign_in_locally(&app, &app.client).await;
     // A million rows of plausible shape (the chain is not what is measured here).
@@ -29,7 +48,7 @@ async fn audit_paging_stays_fast_at_a_million_rows(pool: PgPool) {
                 '\\x00', '\\x00'
          FROM generate_series(1, $1) g",
     )
-    .bind(ROWS)
+    .bind(rows)
     .execute(&app.pool)
     .await
     .unwrap();
