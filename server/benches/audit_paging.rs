@@ -11,8 +11,8 @@ mod fresh_database;
 
 use std::time::Instant;
 
-use sqlx::PgPool;
 use fresh_database::FreshDatabase;
+use sqlx::PgPool;
 use support::*;
 
 const ROWS: i64 = 1_000_000;

@@ -18,10 +18,8 @@
 //! each; the median round gives the figures. While the calls run, the CPU time of strad's
 //! threads, the load generator, the upstream Node server and PostgreSQL is read from `/proc`.
 //! strad runs as many worker threads as the binary would (`TOKIO_WORKER_THREADS`, else one
-//! fewer than the cores, at least one). The figures go in the README; nothing here asserts a time.
-
-#[allow(dead_code)]
-#[path = "../tests/behaviour/support/mod.rs"]
+//! fewer than the cores, at least one). The figures go in docs/benchmarks.md; nothing here
+//! asserts a time.
 
 #[allow(dead_code)]
 #[path = "../../tests/behaviour/support/mod.rs"]

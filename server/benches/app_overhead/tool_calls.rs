@@ -144,10 +144,7 @@ pub async fn audit_flushed_before_the_answer<D, DFut>(
         1,
         CALLS,
         direct,
-        [
-            (flush, &through),
-            ("before_answer", &through_strict),
-        ],
+        [(flush, &through), ("before_answer", &through_strict)],
     )
     .await;
     drop(strict);

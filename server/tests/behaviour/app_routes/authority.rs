@@ -38,7 +38,7 @@ async fn remembered_authority_is_forgotten_as_soon_as_it_changes(pool: PgPool) {
     grant(&app, &admin, "widget", LOCAL_ADMIN).await;
     assert_eq!(call_status(&app, &admin).await, 200);
     assert_eq!(call_status(&app, &admin).await, 200);
-    let grant: i64 = sqlx::query_scalar("SELECT id FROM entitlements")
+    let entitlement: i64 = sqlx::query_scalar("SELECT id FROM entitlements")
         .fetch_one(&app.pool)
         .await
         .unwrap();
@@ -46,7 +46,7 @@ async fn remembered_authority_is_forgotten_as_soon_as_it_changes(pool: PgPool) {
         &app,
         &admin,
         "entitlements/revoke",
-        &[("id", grant.to_string().as_str())],
+        &[("id", entitlement.to_string().as_str())],
     )
     .await;
     assert_eq!(revoked.status(), 200);

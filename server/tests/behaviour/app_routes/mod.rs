@@ -68,3 +68,13 @@ async fn opening_call(app: &TestApp, browser: &reqwest::Client) -> reqwest::Resp
     )
     .await
 }
+
+/// A playground call, as the playground page posts it.
+async fn play(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    slug: &str,
+    body: Value,
+) -> reqwest::Response {
+    post_from_console(app, browser, &format!("/servers/{slug}/tools/call"), body).await
+}

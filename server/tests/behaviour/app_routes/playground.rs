@@ -3,16 +3,6 @@
 
 use super::*;
 
-/// A playground call, as the playground page posts it.
-async fn play(
-    app: &TestApp,
-    browser: &reqwest::Client,
-    slug: &str,
-    body: Value,
-) -> reqwest::Response {
-    post_from_console(app, browser, &format!("/servers/{slug}/tools/call"), body).await
-}
-
 /// The playground's call route: the same locks as an app's, the model's side of visibility,
 /// writing tools allowed (a person asked by hand), and every call audited.
 #[sqlx::test(migrations = false)]

@@ -15,8 +15,8 @@ use uuid::Uuid;
 
 mod exports;
 mod tampering;
+mod tool_call_rows;
 mod verify_command;
-mod writer;
 
 async fn migrated(pool: &PgPool) {
     strad_server::db::migrate(pool).await.expect("migrations");

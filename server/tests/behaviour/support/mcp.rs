@@ -75,6 +75,7 @@ impl ExampleServer {
     }
 
     /// The server's process id (Node itself: the npm bin is a script Node runs).
+    #[allow(dead_code, reason = "the benchmarks read it; they share this harness")]
     pub fn pid(&self) -> Option<u32> {
         self._child.id()
     }
@@ -84,7 +85,6 @@ impl ExampleServer {
 /// faults change on request.
 pub struct TestServer {
     pub url: String,
-    pub port: u16,
     control: String,
     child: Option<Child>,
 }
@@ -129,7 +129,6 @@ impl TestServer {
         let port = ready["port"].as_u64().unwrap() as u16;
         TestServer {
             url: ready["url"].as_str().unwrap().to_owned(),
-            port,
             control: format!("http://127.0.0.1:{port}/control"),
             child: Some(child),
         }

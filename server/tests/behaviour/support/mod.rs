@@ -38,6 +38,7 @@ pub struct TestApp {
     /// What the server remembers of authority.
     pub memos: Arc<strad_server::memo::Memos>,
     /// The audit writer of tool calls.
+    #[allow(dead_code, reason = "the benchmarks read it; they share this harness")]
     pub audit: app::audit::ssr::writer::Appender,
     stop: Option<oneshot::Sender<()>>,
     server: Option<std::thread::JoinHandle<std::io::Result<()>>>,

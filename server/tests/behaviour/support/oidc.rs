@@ -18,7 +18,7 @@ pub const CLIENT_SECRET: &str = "test-secret-!@#";
 /// A real OpenID Connect issuer (`end2end/support/oidc-issuer.mjs`).
 pub struct Issuer {
     pub url: String,
-    child: Child,
+    _child: Child,
 }
 
 impl Issuer {
@@ -49,7 +49,7 @@ impl Issuer {
             .expect("the issuer prints its address");
         let ready: serde_json::Value = serde_json::from_str(&line).expect("one JSON line");
         let url = ready["issuer"].as_str().expect("issuer").to_owned();
-        Issuer { url, child }
+        Issuer { url, _child: child }
     }
 
     /// Chooses the account the issuer signs in as next.
