@@ -21,7 +21,7 @@
 //! fewer than the cores, at least one). The figures go in docs/benchmarks.md; nothing here
 //! asserts a time.
 
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports, reason = "the benchmarks use a few of the tests' helpers")]
 #[path = "../../tests/behaviour/support/mod.rs"]
 mod support;
 
