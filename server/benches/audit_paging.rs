@@ -2,7 +2,11 @@
 //! with `cargo bench -p strad-server --bench audit_paging`; `STRAD_BENCH_AUDIT_ROWS` sets
 //! how many rows (a million unless it says otherwise).
 
-#[allow(dead_code, unused_imports, reason = "the benchmarks use a few of the tests' helpers")]
+#[allow(
+    dead_code,
+    unused_imports,
+    reason = "the benchmarks use a few of the tests' helpers"
+)]
 #[path = "../tests/behaviour/support/mod.rs"]
 mod support;
 

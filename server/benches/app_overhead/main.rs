@@ -21,7 +21,11 @@
 //! fewer than the cores, at least one). The figures go in docs/benchmarks.md; nothing here
 //! asserts a time.
 
-#[allow(dead_code, unused_imports, reason = "the benchmarks use a few of the tests' helpers")]
+#[allow(
+    dead_code,
+    unused_imports,
+    reason = "the benchmarks use a few of the tests' helpers"
+)]
 #[path = "../../tests/behaviour/support/mod.rs"]
 mod support;
 
@@ -65,6 +69,10 @@ pub const FRAMES: usize = 3_000;
 pub const ROUNDS: usize = 5;
 pub const APP_BYTES: usize = 300 * 1024;
 
+/// The app route's calls per person and second, 20 by default: the benchmark's one person
+/// makes thousands, on every strad it starts.
+pub const CONSOLE_CALLS_UNBOUNDED: (&str, &str) = ("STRAD_TOOL_CALLS_PER_SECOND", "100000");
+
 /// Runs on one thread, as the test it replaces did under `#[sqlx::test]`: the load generator
 /// is this thread, strad runs on its own runtime beside it.
 fn main() {
@@ -89,6 +97,7 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
         pool,
         &[
             ("STRAD_MCP_RATE_PER_SECOND", "100000"),
+            CONSOLE_CALLS_UNBOUNDED,
             ("STRAD_MCP_SESSIONS_PER_MINUTE", "1000"),
             ("STRAD_AUDIT_TOOL_CALLS_FLUSH", &flush),
         ],

@@ -130,7 +130,10 @@ pub async fn audit_flushed_before_the_answer<D, DFut>(
     // for the disk adds to each call.
     let strict = spawn_app_with_env(
         app.pool.clone(),
-        &[("STRAD_AUDIT_TOOL_CALLS_FLUSH", "before_answer")],
+        &[
+            ("STRAD_AUDIT_TOOL_CALLS_FLUSH", "before_answer"),
+            CONSOLE_CALLS_UNBOUNDED,
+        ],
     )
     .await;
     let strict_admin = signed_in_admin(&strict).await;
@@ -170,6 +173,7 @@ pub async fn upstream_calls_through_rmcp<D, DFut>(
         app.pool.clone(),
         &[
             ("STRAD_UPSTREAM_TOOL_CALLS", "rmcp"),
+            CONSOLE_CALLS_UNBOUNDED,
             ("STRAD_AUDIT_TOOL_CALLS_FLUSH", flush),
         ],
     )
