@@ -22,12 +22,9 @@ pub mod telemetry;
 pub mod tool_call;
 pub mod write_gate;
 
-/// The path the integration tests' harness reaches `authority_cache` by.
-pub use authority_cache as memo;
-
 /// mimalloc rather than glibc's allocator, for every binary built on this crate (strad, and
 /// the tests and benchmarks that run it in process). A tool call allocates and frees a few
 /// hundred small buffers across threads; with glibc's allocator that was the largest single
-/// share of strad's CPU under load (README, "Measured").
+/// share of strad's CPU under load (docs/benchmarks.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

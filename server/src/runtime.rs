@@ -5,7 +5,7 @@
 //! PostgreSQL often does. On two cores shared that way, a second worker made every tool call
 //! dearer: a call's tasks (the connection, the handler, the upstream client, the audit
 //! writer) woke one another across threads, and strad's CPU per call rose by a fifth to a
-//! half while throughput fell (README, "Measured"). `TOKIO_WORKER_THREADS` overrides it.
+//! half while throughput fell (docs/benchmarks.md). `TOKIO_WORKER_THREADS` overrides it.
 
 /// Worker threads for `cores` cores, given `TOKIO_WORKER_THREADS` when set: a positive
 /// number is taken as it is; anything else is ignored.
