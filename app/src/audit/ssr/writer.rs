@@ -141,7 +141,7 @@ pub enum Flush {
 /// has: group commit, as PostgreSQL's own `commit_delay` does for concurrent transactions.
 /// A caller alone never waits, and any wait ends as soon as the last running call's row is
 /// in. Under load one commit then carries several rows: a commit costs PostgreSQL far more
-/// CPU than a row (README, "Measured"), and that CPU is taken from the upstream servers'
+/// CPU than a row (docs/benchmarks.md), and that CPU is taken from the upstream servers'
 /// and strad's own.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Linger {
