@@ -61,22 +61,24 @@ class Strad {
   }
 }
 
-async function startStrad() {
+/** strad in local mode on a database of its own; `env` adds to (or, with `undefined`,
+ * removes from) the settings below. The demo server is off unless a test turns it on. */
+export async function startStrad(env = {}) {
   const port = await freePort();
   const database = `strad_e2e_${process.pid}_${port}`;
   const baseURL = `http://127.0.0.1:${port}`;
-  const child = spawn(binary, [], {
-    cwd: root,
-    env: {
-      ...process.env,
-      STRAD_BIND: `127.0.0.1:${port}`,
-      STRAD_PUBLIC_URL: baseURL,
-      STRAD_SITE_ROOT: path.join(root, 'target', 'site'),
-      DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
-      RUST_LOG: process.env.RUST_LOG || 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const settings = {
+    ...process.env,
+    STRAD_BIND: `127.0.0.1:${port}`,
+    STRAD_PUBLIC_URL: baseURL,
+    STRAD_SITE_ROOT: path.join(root, 'target', 'site'),
+    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
+    RUST_LOG: process.env.RUST_LOG || 'warn',
+    STRAD_DEMO: 'off',
+    ...env,
+  };
+  for (const [key, value] of Object.entries(settings)) if (value === undefined) delete settings[key];
+  const child = spawn(binary, [], { cwd: root, env: settings, stdio: ['ignore', 'pipe', 'inherit'] });
   const strad = new Strad(child, baseURL, database);
   // Ready when /healthz answers.
   const deadline = Date.now() + 30_000;
