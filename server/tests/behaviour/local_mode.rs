@@ -58,3 +58,60 @@ async fn oidc_routes_do_nothing_in_local_mode(pool: PgPool) {
         assert!(location(&response).starts_with("/sign-in"), "{path}");
     }
 }
+
+#[sqlx::test(migrations = false)]
+async fn the_local_admin_is_entitled_to_every_enabled_server_the_file_declares(pool: PgPool) {
+    let file = "[[servers]]\nslug = \"notes\"\ndisplay_name = \"Notes\"\ncommand = [\"true\"]\ncapabilities = [\"tools\"]\n\n\
+                [[servers]]\nslug = \"off\"\ncommand = [\"true\"]\ncapabilities = [\"tools\"]\nenabled = false\n";
+    let app = spawn_app_with_file(pool, file, &[("STRAD_DISCOVERY_INTERVAL_SECONDS", "0")]).await;
+    let browser = app.new_browser();
+    sign_in_locally(&app, &browser).await;
+    let home = home_page(&app, &browser).await;
+    assert!(
+        home.contains(r#"data-slug="notes""#),
+        "a declared server is on the home page"
+    );
+    assert!(
+        !home.contains(r#"data-slug="off""#),
+        "a disabled one is not"
+    );
+
+    let grants: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT slug, email FROM entitlements ORDER BY slug")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        grants,
+        [("notes".to_owned(), Some("admin@localhost".to_owned()))]
+    );
+    let audited: Vec<(Option<String>, serde_json::Value)> =
+        sqlx::query_as("SELECT slug, payload FROM audit_log WHERE kind = 'entitlement_granted'")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(audited.len(), 1);
+    assert_eq!(audited[0].0.as_deref(), Some("notes"));
+    assert_eq!(audited[0].1["reason"], "local mode: declared in the file");
+
+    // Signing in again grants nothing new and audits nothing more.
+    let again = app.new_browser();
+    sign_in_locally(&app, &again).await;
+    let count: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE kind = 'entitlement_granted'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(count, 1);
+}
+
+#[sqlx::test(migrations = false)]
+async fn an_admin_with_no_server_is_told_what_to_do_next(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let browser = app.new_browser();
+    sign_in_locally(&app, &browser).await;
+    let home = home_page(&app, &browser).await;
+    assert!(home.contains(r#"data-testid="no-servers""#));
+    assert!(home.contains(r#"href="/admin/servers""#));
+    assert!(home.contains(r#"href="/admin/entitlements""#));
+}
