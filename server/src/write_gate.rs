@@ -71,8 +71,7 @@ pub async fn write_gate(
             path: path.to_owned(),
             token_id: person.token_id,
         };
-        if let Err(error) = writer::append_alone(&state.app.pool, &actor, &event, None).await
-        {
+        if let Err(error) = writer::append_alone(&state.app.pool, &actor, &event, None).await {
             tracing::error!(error.message = %error, "could not audit a refused write");
         }
         return refused(

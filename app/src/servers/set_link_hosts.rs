@@ -8,11 +8,11 @@ use crate::error::AppError;
 #[server(prefix = "/api", endpoint = "servers/link-hosts")]
 pub async fn set_link_hosts(slug: String, hosts: String) -> Result<Vec<String>, AppError> {
     use super::link_hosts::parse_link_hosts;
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
     use crate::servers::ssr::registry;
-    use crate::audit::ssr::writer::{self, AuditEvent};
 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();

@@ -20,11 +20,11 @@ pub async fn update_server(
     enabled: Option<String>,
 ) -> Result<String, AppError> {
     use super::ssr::form;
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
     use crate::servers::ssr::registry;
-    use crate::audit::ssr::writer::{self, AuditEvent};
 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();

@@ -122,7 +122,11 @@ mod tests {
 
     #[test]
     fn the_audited_names_are_those_the_host_sends() {
-        for action in [HostAction::OpenLink, HostAction::Download, HostAction::Clipboard] {
+        for action in [
+            HostAction::OpenLink,
+            HostAction::Download,
+            HostAction::Clipboard,
+        ] {
             assert_eq!(json!(action), json!(action.as_str()));
         }
         for answer in [Answer::Approved, Answer::Declined, Answer::Allowed] {

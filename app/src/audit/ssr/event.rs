@@ -14,9 +14,13 @@ use crate::servers::ssr::changes::AppChange;
 #[derive(Clone, Debug, PartialEq)]
 pub enum AuditEvent {
     /// Signed in in a browser, through the issuer.
-    SignIn { issuer: String },
+    SignIn {
+        issuer: String,
+    },
     /// Signed in with a login token.
-    TokenSignIn { token_id: Uuid },
+    TokenSignIn {
+        token_id: Uuid,
+    },
     SignOut,
     /// `reason` is left out when `None`.
     RoleGranted {
@@ -24,7 +28,10 @@ pub enum AuditEvent {
         role: Role,
         reason: Option<String>,
     },
-    RoleRevoked { email: String, role: Role },
+    RoleRevoked {
+        email: String,
+        role: Role,
+    },
     /// A grant to a person (`email`) or a whole `domain`; `reason` is left out when `None`.
     EntitlementGranted {
         grant_id: i64,
@@ -43,10 +50,19 @@ pub enum AuditEvent {
         new: Policy,
         reason: Option<String>,
     },
-    ReadOnlyMarked { tool: String, digest: String },
-    ReadOnlyUnmarked { tool: String, digest: String },
+    ReadOnlyMarked {
+        tool: String,
+        digest: String,
+    },
+    ReadOnlyUnmarked {
+        tool: String,
+        digest: String,
+    },
     /// The tool's definition changed from the one marked at `marked_digest`.
-    ReadOnlyMarkCleared { tool: String, marked_digest: String },
+    ReadOnlyMarkCleared {
+        tool: String,
+        marked_digest: String,
+    },
     TokenMinted {
         token_id: Uuid,
         name: String,
@@ -59,7 +75,9 @@ pub enum AuditEvent {
         owner_id: Uuid,
     },
     /// A server's settings as `servers::ssr::form::audit_payload` records them.
-    ServerRegistered { server: Value },
+    ServerRegistered {
+        server: Value,
+    },
     /// Settings before and after; `reason` is left out when `None`.
     ServerChanged {
         old: Value,
@@ -73,7 +91,10 @@ pub enum AuditEvent {
     AppChange(AppChange),
     AppPinned(Pin),
     AppRepinned(Pin),
-    AppPinRevoked { uri: String, sha256: String },
+    AppPinRevoked {
+        uri: String,
+        sha256: String,
+    },
     /// `action` and `decision` as the host sent them; `detail` already bounded.
     HostAction {
         action: &'static str,
@@ -85,12 +106,22 @@ pub enum AuditEvent {
         call: ApprovedCall,
         minted: Option<MintedApproval>,
     },
-    ApprovalDeclined { call: ApprovedCall },
+    ApprovalDeclined {
+        call: ApprovedCall,
+    },
     /// The page stopped waiting before the person decided.
-    ApprovalAbandoned { call: ApprovedCall },
+    ApprovalAbandoned {
+        call: ApprovedCall,
+    },
     /// An approval came back after its time.
-    ApprovalExpired { call: ApprovedCall, nonce: String },
-    ApprovalUsed { call: ApprovedCall, nonce: String },
+    ApprovalExpired {
+        call: ApprovedCall,
+        nonce: String,
+    },
+    ApprovalUsed {
+        call: ApprovedCall,
+        nonce: String,
+    },
     /// A login-token session asked to change something.
     WriteRefused {
         method: String,
