@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::audit::ssr::writer::{self, Actor};
+use app::audit::ssr::writer::{self, Actor, AuditEvent};
 use app::entitlements::policy::{Policy, WritingRule};
 use app::entitlements::ssr::policies;
 use app::servers::Capability;
@@ -14,7 +14,6 @@ use app::servers::ssr::client::{Endpoint, Hub};
 use app::servers::ssr::discover::discover;
 use app::servers::ssr::form::audit_payload;
 use app::servers::ssr::registry::{self, ServerSpec};
-use serde_json::json;
 use sqlx::PgPool;
 use tokio::sync::mpsc;
 
@@ -47,14 +46,10 @@ pub async fn sync_declared(pool: &PgPool, declared: &[DeclaredServer]) -> Result
         match registry::get_server(&mut *tx, &server.slug).await? {
             None => {
                 let row = registry::insert_server(&mut *tx, &spec).await?;
-                writer::append(
-                    &mut tx,
-                    &actor,
-                    "server_registered",
-                    Some(&row.slug),
-                    &audit_payload(&row),
-                )
-                .await?;
+                let event = AuditEvent::ServerRegistered {
+                    server: audit_payload(&row),
+                };
+                writer::append(&mut tx, &actor, &event, Some(&row.slug)).await?;
             }
             Some(old) => {
                 if !old.from_config() {
@@ -66,9 +61,12 @@ pub async fn sync_declared(pool: &PgPool, declared: &[DeclaredServer]) -> Result
                     .await?
                     .expect("the row exists");
                 if audit_payload(&new) != old_payload {
-                    let payload = json!({"old": old_payload, "new": audit_payload(&new)});
-                    writer::append(&mut tx, &actor, "server_changed", Some(&new.slug), &payload)
-                        .await?;
+                    let event = AuditEvent::ServerChanged {
+                        old: old_payload,
+                        new: audit_payload(&new),
+                        reason: None,
+                    };
+                    writer::append(&mut tx, &actor, &event, Some(&new.slug)).await?;
                 }
             }
         }
@@ -92,8 +90,12 @@ pub async fn sync_declared(pool: &PgPool, declared: &[DeclaredServer]) -> Result
             let new = registry::update_server(&mut *tx, &spec)
                 .await?
                 .expect("the row exists");
-            let payload = json!({"old": old_payload, "new": audit_payload(&new), "reason": "no longer declared"});
-            writer::append(&mut tx, &actor, "server_changed", Some(&new.slug), &payload).await?;
+            let event = AuditEvent::ServerChanged {
+                old: old_payload,
+                new: audit_payload(&new),
+                reason: Some("no longer declared".into()),
+            };
+            writer::append(&mut tx, &actor, &event, Some(&new.slug)).await?;
         }
     }
     tx.commit().await
@@ -127,16 +129,12 @@ pub async fn settle_demo_policy(pool: &PgPool) -> Result<(), sqlx::Error> {
         ..Policy::default()
     };
     if policies::set_if_none(&mut *tx, DEMO_SLUG, &policy).await? {
-        let payload = json!({"old": Policy::default(), "new": policy,
-            "reason": "the demo asks before it writes"});
-        writer::append(
-            &mut tx,
-            &Actor::system(),
-            "policy_changed",
-            Some(DEMO_SLUG),
-            &payload,
-        )
-        .await?;
+        let event = AuditEvent::PolicyChanged {
+            old: Policy::default(),
+            new: policy,
+            reason: Some("the demo asks before it writes".into()),
+        };
+        writer::append(&mut tx, &Actor::system(), &event, Some(DEMO_SLUG)).await?;
     }
     tx.commit().await
 }

@@ -9,15 +9,16 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use app::apps::ssr::approval_store::{self, Spent};
-use app::apps::ssr::approvals::{ApprovalEvent, Binding, Unverified, Verified, verify_at};
-use app::audit::ssr::writer::{self, Actor};
+use app::apps::ssr::approvals::{Binding, Unverified, Verified, verify_at};
+use app::audit::ssr::event::{ApprovedCall, ToolCallRow};
+use app::audit::ssr::writer::{self, Actor, AuditEvent};
 use app::entitlements::policy::{Decision, Refusal, Surface};
 use app::servers::ssr::canonical::{canonical_json, sha256_hex};
 use app::servers::ssr::client::{Hub, ProgressSink, ToolAnswer};
 use app::servers::ssr::failure::upstream_failure;
 use app::servers::ssr::registry::ServerRow;
 use axum::http::StatusCode;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::state::ServerState;
@@ -212,19 +213,19 @@ impl ToolCall {
         cancelled: impl Future<Output = ()>,
     ) -> Result<ToolAnswer, CallError> {
         let digest = sha256_hex(canonical_json(&Value::Object(self.arguments.clone())).as_bytes());
-        let event = |outcome: String, bytes_out: usize| {
-            let mut payload = json!({"tool": self.tool, "arguments_sha256": digest,
-                "outcome": outcome, "bytes_in": self.bytes_in, "bytes_out": bytes_out,
-                "surface": self.surface.as_str()});
-            if let Some(token) = caller.token_id {
-                payload["token_id"] = json!(token);
-            }
-            writer::Event {
-                actor: caller.actor(),
-                kind: self.surface.audit_kind(),
-                slug: Some(self.slug.clone()),
-                payload,
-            }
+        let event = |outcome: String, bytes_out: usize| writer::Event {
+            actor: caller.actor(),
+            event: AuditEvent::ToolCall(ToolCallRow {
+                surface: self.surface,
+                tool: self.tool.clone(),
+                arguments_sha256: digest.clone(),
+                outcome,
+                bytes_in: self.bytes_in,
+                bytes_out,
+                token_id: caller.token_id,
+                reference: None,
+            }),
+            slug: Some(self.slug.clone()),
         };
         let approval = match decision {
             Decision::Run => None,
@@ -324,10 +325,14 @@ impl ToolCall {
             Err(Unverified::Expired { nonce }) => {
                 let expired = writer::Event {
                     actor: caller.actor(),
-                    kind: ApprovalEvent::Expired.kind(),
+                    event: AuditEvent::ApprovalExpired {
+                        call: ApprovedCall {
+                            tool: self.tool.clone(),
+                            arguments_sha256: digest.to_owned(),
+                        },
+                        nonce,
+                    },
                     slug: Some(self.slug.clone()),
-                    payload: json!({"tool": self.tool, "arguments_sha256": digest,
-                        "nonce": nonce}),
                 };
                 refuse(state, expired).await;
                 ApprovalRefused::Expired
@@ -382,7 +387,9 @@ impl ToolCall {
     ) -> CallError {
         let reference = upstream_failure(&self.slug, &self.tool, caller.user_id, detail);
         let mut row = event(format!("error: {detail}"), 0);
-        row.payload["reference"] = json!(reference);
+        if let AuditEvent::ToolCall(call) = &mut row.event {
+            call.reference = Some(reference.clone());
+        }
         if let Err(error) = state.audit.append(row).await {
             tracing::error!(error.message = %error, "could not audit a failed call");
         }

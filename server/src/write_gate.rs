@@ -13,7 +13,7 @@
 //! `/mcp` is not a console route: MCP clients authenticate with a login token, not the
 //! cookie, and the relay checks `Origin` itself.
 
-use app::audit::ssr::writer::{self, Actor};
+use app::audit::ssr::writer::{self, Actor, AuditEvent};
 use app::auth::ssr::session::signed_in_person;
 use axum::Json;
 use axum::extract::{Request, State};
@@ -66,11 +66,12 @@ pub async fn write_gate(
             .ok()
             .flatten();
         let actor = Actor::person(person.user_id, email.as_deref().unwrap_or_default());
-        let payload = json!({"method": request.method().as_str(), "path": path,
-            "reason": "token session", "token_id": person.token_id});
-        if let Err(error) =
-            writer::append_alone(&state.app.pool, &actor, "write_refused", None, &payload).await
-        {
+        let event = AuditEvent::WriteRefused {
+            method: request.method().as_str().to_owned(),
+            path: path.to_owned(),
+            token_id: person.token_id,
+        };
+        if let Err(error) = writer::append_alone(&state.app.pool, &actor, &event, None).await {
             tracing::error!(error.message = %error, "could not audit a refused write");
         }
         return refused(

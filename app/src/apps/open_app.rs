@@ -55,6 +55,7 @@ pub async fn open_app(
     refresh: Option<bool>,
 ) -> Result<AppView, AppError> {
     use crate::apps::ssr::pins;
+    use crate::audit::ssr::writer::AuditEvent;
     use crate::auth::ssr::context::RequestContext;
     use crate::entitlements::ssr::authorize;
     use crate::error::Responder;
@@ -114,10 +115,10 @@ pub async fn open_app(
     let pin = match (existing, refresh.unwrap_or(false)) {
         (Some(pin), false) => pin,
         (existing, _) => {
-            let kind = if existing.is_some() {
-                "app_repinned"
+            let audited = if existing.is_some() {
+                AuditEvent::AppRepinned
             } else {
-                "app_pinned"
+                AuditEvent::AppPinned
             };
             match pins::pin(
                 &state.pool,
@@ -126,7 +127,7 @@ pub async fn open_app(
                 &uri,
                 &ctx.actor(),
                 ctx.user.id,
-                kind,
+                audited,
             )
             .await
             {

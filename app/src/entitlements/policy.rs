@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::audit::AuditKind;
 use crate::servers::Capability;
 
 /// Where a tool call comes from.
@@ -31,11 +32,11 @@ impl Surface {
     }
 
     /// The audit kind of a call from this surface.
-    pub fn audit_kind(self) -> &'static str {
+    pub fn audit_kind(self) -> AuditKind {
         match self {
-            Surface::App | Surface::Host => "app_tool_call",
-            Surface::Playground => "playground_tool_call",
-            Surface::McpClient => "mcp_tool_call",
+            Surface::App | Surface::Host => AuditKind::AppToolCall,
+            Surface::Playground => AuditKind::PlaygroundToolCall,
+            Surface::McpClient => AuditKind::McpToolCall,
         }
     }
 

@@ -157,6 +157,7 @@ pub async fn grant_entitlement(slug: String, grantee: String) -> Result<(), AppE
 /// Revokes a grant. Admins only; audited.
 #[server(prefix = "/api", endpoint = "entitlements/revoke")]
 pub async fn revoke_entitlement(id: i64) -> Result<(), AppError> {
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::entitlements::ssr::grants;
@@ -168,15 +169,12 @@ pub async fn revoke_entitlement(id: i64) -> Result<(), AppError> {
     let row = grants::revoke(&mut *tx, id)
         .await?
         .ok_or_else(|| responder.fail(AppError::NotFound))?;
-    let payload = serde_json::json!({"grant_id": row.id, "email": row.email, "domain": row.domain});
-    crate::audit::ssr::writer::append(
-        &mut tx,
-        &ctx.actor(),
-        "entitlement_revoked",
-        Some(&row.slug),
-        &payload,
-    )
-    .await?;
+    let event = AuditEvent::EntitlementRevoked {
+        grant_id: row.id,
+        email: row.email,
+        domain: row.domain,
+    };
+    writer::append(&mut tx, &ctx.actor(), &event, Some(&row.slug)).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -285,6 +283,7 @@ pub async fn set_policy(
     app_tools: String,
     writing_from_apps: String,
 ) -> Result<(), AppError> {
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::entitlements::policy::{Policy, WritingRule};
@@ -310,15 +309,12 @@ pub async fn set_policy(
         .ok_or_else(|| responder.fail(AppError::NotFound))?;
     let old = policies::get(&mut *tx, &slug).await?;
     policies::set(&mut *tx, &slug, &new).await?;
-    let payload = serde_json::json!({"old": old, "new": new});
-    crate::audit::ssr::writer::append(
-        &mut tx,
-        &ctx.actor(),
-        "policy_changed",
-        Some(&slug),
-        &payload,
-    )
-    .await?;
+    let event = AuditEvent::PolicyChanged {
+        old,
+        new,
+        reason: None,
+    };
+    writer::append(&mut tx, &ctx.actor(), &event, Some(&slug)).await?;
     tx.commit().await?;
     leptos_axum::redirect(&format!("/admin/servers/{slug}/policy"));
     Ok(())
@@ -328,6 +324,7 @@ pub async fn set_policy(
 /// audited.
 #[server(prefix = "/api", endpoint = "policy/mark")]
 pub async fn mark_read_only(slug: String, tool: String, read_only: bool) -> Result<(), AppError> {
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::entitlements::ssr::marks;
@@ -344,17 +341,16 @@ pub async fn mark_read_only(slug: String, tool: String, read_only: bool) -> Resu
     .fetch_optional(&mut *tx)
     .await?;
     let digest = digest.ok_or_else(|| responder.fail(AppError::NotFound))?;
-    let kind = if read_only {
+    let event = if read_only {
         marks::mark(&mut *tx, &slug, &tool, &digest, ctx.user.id).await?;
-        "read_only_marked"
+        AuditEvent::ReadOnlyMarked { tool, digest }
     } else {
         if !marks::unmark(&mut *tx, &slug, &tool).await? {
             return Ok(());
         }
-        "read_only_unmarked"
+        AuditEvent::ReadOnlyUnmarked { tool, digest }
     };
-    let payload = serde_json::json!({"tool": tool, "digest": digest});
-    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), kind, Some(&slug), &payload).await?;
+    writer::append(&mut tx, &ctx.actor(), &event, Some(&slug)).await?;
     tx.commit().await?;
     leptos_axum::redirect(&format!("/admin/servers/{slug}/policy"));
     Ok(())
@@ -364,6 +360,7 @@ pub async fn mark_read_only(slug: String, tool: String, read_only: bool) -> Resu
 /// role (someone must be left to change roles).
 #[server(prefix = "/api", endpoint = "roles/set")]
 pub async fn set_role(email: String, role: String, granted: bool) -> Result<(), AppError> {
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::auth::ssr::users;
@@ -395,14 +392,17 @@ pub async fn set_role(email: String, role: String, granted: bool) -> Result<(), 
         users::revoke_role(&mut *tx, user_id, role).await?
     };
     if changed {
-        let kind = if granted {
-            "role_granted"
+        let email = email.trim().to_lowercase();
+        let event = if granted {
+            AuditEvent::RoleGranted {
+                email,
+                role,
+                reason: None,
+            }
         } else {
-            "role_revoked"
+            AuditEvent::RoleRevoked { email, role }
         };
-        let payload =
-            serde_json::json!({"email": email.trim().to_lowercase(), "role": role.as_str()});
-        crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), kind, None, &payload).await?;
+        writer::append(&mut tx, &ctx.actor(), &event, None).await?;
     }
     tx.commit().await?;
     Ok(())

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::audit::{VerifyAudit, list_audit};
+use crate::audit::{AuditKind, VerifyAudit, list_audit};
 use crate::auth::Role;
 use crate::pages::ErrorPage;
 use crate::shell::{Protected, protected::encode_component};
@@ -23,6 +23,11 @@ pub fn AuditPage() -> impl IntoView {
 }
 
 const FILTERS: [&str; 5] = ["since", "until", "person", "slug", "kind"];
+
+/// The kinds the kind filter suggests: every kind strad writes.
+pub fn kind_options() -> Vec<&'static str> {
+    AuditKind::ALL.iter().map(|kind| kind.as_str()).collect()
+}
 
 #[component]
 fn AuditLog() -> impl IntoView {
@@ -53,8 +58,12 @@ fn AuditLog() -> impl IntoView {
             {FILTERS.map(|key| {
                 let label = match key { "since" => "Since", "until" => "Until", "person" => "Person", "slug" => "Server", _ => "Kind" };
                 let kind = if matches!(key, "since" | "until") { "date" } else { "text" };
-                view! { <label>{label} <input name=key type=kind value=move || query.read().get(key).unwrap_or_default() /></label> }
+                let list = (key == "kind").then_some("audit-kinds");
+                view! { <label>{label} <input name=key type=kind list=list value=move || query.read().get(key).unwrap_or_default() /></label> }
             }).collect_view()}
+            <datalist id="audit-kinds">
+                {kind_options().into_iter().map(|name| view! { <option value=name /> }).collect_view()}
+            </datalist>
             <button type="submit">"Filter"</button>
         </form>
         <p class="exports">

@@ -4,7 +4,7 @@ mod admin;
 mod app_card;
 mod app_changes;
 mod app_page;
-mod audit_page;
+pub(crate) mod audit_page;
 mod error_pages;
 mod home;
 mod people;

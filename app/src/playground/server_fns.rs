@@ -164,6 +164,7 @@ pub async fn pin_of(slug: String, uri: String) -> Result<Option<PinSummary>, App
 /// until they load it again.
 #[server(prefix = "/api", endpoint = "pins/revoke")]
 pub async fn revoke_pin(slug: String, uri: String) -> Result<bool, AppError> {
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::ssr::context::RequestContext;
     let state = crate::state::AppState::from_context()?;
     let ctx = RequestContext::require_writer(crate::auth::Role::Member).await?;
@@ -177,15 +178,11 @@ pub async fn revoke_pin(slug: String, uri: String) -> Result<bool, AppError> {
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(digest) = &removed {
-        let payload = serde_json::json!({"uri": uri, "sha256": digest});
-        crate::audit::ssr::writer::append(
-            &mut tx,
-            &ctx.actor(),
-            "app_pin_revoked",
-            Some(&slug),
-            &payload,
-        )
-        .await?;
+        let event = AuditEvent::AppPinRevoked {
+            uri,
+            sha256: digest.clone(),
+        };
+        writer::append(&mut tx, &ctx.actor(), &event, Some(&slug)).await?;
     }
     tx.commit().await?;
     Ok(removed.is_some())

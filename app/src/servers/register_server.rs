@@ -15,6 +15,7 @@ pub async fn register_server(
     cap_apps: Option<String>,
 ) -> Result<String, AppError> {
     use super::ssr::form;
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
@@ -37,14 +38,10 @@ pub async fn register_server(
         }
         Err(err) => return Err(err.into()),
     };
-    crate::audit::ssr::writer::append(
-        &mut tx,
-        &ctx.actor(),
-        "server_registered",
-        Some(&row.slug),
-        &form::audit_payload(&row),
-    )
-    .await?;
+    let event = AuditEvent::ServerRegistered {
+        server: form::audit_payload(&row),
+    };
+    writer::append(&mut tx, &ctx.actor(), &event, Some(&row.slug)).await?;
     tx.commit().await?;
     tracing::info!(server.slug = %row.slug, "server registered");
 

@@ -8,11 +8,11 @@ use crate::error::AppError;
 #[server(prefix = "/api", endpoint = "servers/link-hosts")]
 pub async fn set_link_hosts(slug: String, hosts: String) -> Result<Vec<String>, AppError> {
     use super::link_hosts::parse_link_hosts;
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
     use crate::servers::ssr::registry;
-    use serde_json::json;
 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
@@ -30,15 +30,11 @@ pub async fn set_link_hosts(slug: String, hosts: String) -> Result<Vec<String>, 
     registry::set_link_hosts(&mut *tx, &slug, &after)
         .await?
         .ok_or_else(|| responder.fail(AppError::NotFound))?;
-    let payload = json!({"before": before, "after": after});
-    crate::audit::ssr::writer::append(
-        &mut tx,
-        &ctx.actor(),
-        "link_hosts_changed",
-        Some(&slug),
-        &payload,
-    )
-    .await?;
+    let event = AuditEvent::LinkHostsChanged {
+        before,
+        after: after.clone(),
+    };
+    writer::append(&mut tx, &ctx.actor(), &event, Some(&slug)).await?;
     tx.commit().await?;
     tracing::info!(server.slug = %slug, link_hosts = after.len(), "link hosts changed");
     leptos_axum::redirect(&format!("/admin/servers/{slug}"));

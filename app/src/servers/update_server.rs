@@ -20,11 +20,11 @@ pub async fn update_server(
     enabled: Option<String>,
 ) -> Result<String, AppError> {
     use super::ssr::form;
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
     use crate::servers::ssr::registry;
-    use serde_json::json;
 
     let state = crate::state::AppState::from_context()?;
     let responder = Responder::capture();
@@ -50,15 +50,12 @@ pub async fn update_server(
     let new = registry::update_server(&mut *tx, &spec)
         .await?
         .ok_or_else(|| responder.fail(AppError::NotFound))?;
-    let payload = json!({"old": form::audit_payload(&old), "new": form::audit_payload(&new)});
-    crate::audit::ssr::writer::append(
-        &mut tx,
-        &ctx.actor(),
-        "server_changed",
-        Some(&new.slug),
-        &payload,
-    )
-    .await?;
+    let event = AuditEvent::ServerChanged {
+        old: form::audit_payload(&old),
+        new: form::audit_payload(&new),
+        reason: None,
+    };
+    writer::append(&mut tx, &ctx.actor(), &event, Some(&new.slug)).await?;
     tx.commit().await?;
     tracing::info!(server.slug = %new.slug, "server changed");
 

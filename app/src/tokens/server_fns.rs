@@ -42,6 +42,7 @@ fn view(row: &super::ssr::store::TokenRow, owner: &str) -> TokenView {
 /// the secret is in the answer and nowhere else.
 #[server(prefix = "/api", endpoint = "tokens/mint")]
 pub async fn mint_token(name: String, days: u32) -> Result<MintedToken, AppError> {
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
     use crate::tokens::ssr::store::MintError;
@@ -76,9 +77,12 @@ pub async fn mint_token(name: String, days: u32) -> Result<MintedToken, AppError
         MintError::TooMany { limit } => responder.fail(AppError::TooManyTokens { limit }),
         MintError::Database(err) => err.into(),
     })?;
-    let payload = serde_json::json!({"token_id": row.id, "name": row.name, "expires_at": view(&row, "").expires});
-    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_minted", None, &payload)
-        .await?;
+    let event = AuditEvent::TokenMinted {
+        token_id: row.id,
+        name: row.name.clone(),
+        expires_at: view(&row, "").expires,
+    };
+    writer::append(&mut tx, &ctx.actor(), &event, None).await?;
     tx.commit().await?;
     let minted = MintedToken {
         token: view(&row, &ctx.user.email),
@@ -154,6 +158,7 @@ pub async fn list_all_tokens() -> Result<Vec<TokenView>, AppError> {
 /// Revokes a token: a person their own, an admin anyone's. Audited.
 #[server(prefix = "/api", endpoint = "tokens/revoke")]
 pub async fn revoke_token(id: String) -> Result<(), AppError> {
+    use crate::audit::ssr::writer::{self, AuditEvent};
     use crate::auth::Role;
     use crate::auth::ssr::context::RequestContext;
     use crate::error::Responder;
@@ -171,10 +176,12 @@ pub async fn revoke_token(id: String) -> Result<(), AppError> {
     let row = super::ssr::store::revoke(&mut *tx, id, owner)
         .await?
         .ok_or_else(|| responder.fail(AppError::NotFound))?;
-    let payload =
-        serde_json::json!({"token_id": row.id, "name": row.name, "owner_id": row.user_id});
-    crate::audit::ssr::writer::append(&mut tx, &ctx.actor(), "token_revoked", None, &payload)
-        .await?;
+    let event = AuditEvent::TokenRevoked {
+        token_id: row.id,
+        name: row.name,
+        owner_id: row.user_id,
+    };
+    writer::append(&mut tx, &ctx.actor(), &event, None).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -225,8 +225,9 @@ pub async fn where_an_app_calls_time_goes<D, DFut>(
         move || {
             let pool = pool.clone();
             async move {
-                let actor = app::audit::ssr::writer::Actor::system();
-                app::audit::ssr::writer::append_alone(&pool, &actor, "bench", None, &json!({}))
+                use app::audit::ssr::writer::{self, AuditEvent};
+                let actor = writer::Actor::system();
+                writer::append_alone(&pool, &actor, &AuditEvent::SignOut, None)
                     .await
                     .map(drop)
                     .map_err(|e| e.to_string())
@@ -239,11 +240,11 @@ pub async fn where_an_app_calls_time_goes<D, DFut>(
             let pool = pool.clone();
             async move {
                 use app::audit::ssr::writer;
+                // A row with an empty payload, as `audit_row`'s.
                 let event = writer::Event {
                     actor: writer::Actor::system(),
-                    kind: "bench",
+                    event: writer::AuditEvent::SignOut,
                     slug: None,
-                    payload: json!({}),
                 };
                 let mut connection = pool.acquire().await.map_err(|e| e.to_string())?;
                 writer::append_many(&mut connection, &[&event], writer::Flush::Background)

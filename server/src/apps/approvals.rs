@@ -4,8 +4,9 @@
 //! the console's own JSON requests, from a browser session, under the same decision as the
 //! call itself.
 
-use app::apps::ssr::approvals::{ApprovalEvent, Binding, Minted, arguments_sha256, mint_at};
-use app::audit::ssr::writer::{self, Actor};
+use app::apps::ssr::approvals::{Binding, Minted, arguments_sha256, mint_at};
+use app::audit::ssr::event::{ApprovedCall, MintedApproval};
+use app::audit::ssr::writer::{self, Actor, AuditEvent};
 use app::entitlements::policy::{Decision, Surface};
 use app::error::AppError;
 use axum::Json;
@@ -69,7 +70,10 @@ pub async fn approvals(
     }
     let actor = Actor::person(ctx.user.id, &ctx.user.email);
     let digest = arguments_sha256(&body.arguments);
-    let mut payload = json!({"tool": body.tool, "arguments_sha256": digest});
+    let call = ApprovedCall {
+        tool: body.tool.clone(),
+        arguments_sha256: digest.clone(),
+    };
     let (event, answer) = match (body.decision, decision) {
         (Answer::Approve, Decision::Ask) => {
             // Only a browser session approves, and its approval holds in it alone.
@@ -86,21 +90,20 @@ pub async fn approvals(
                 nonce,
                 expires_at,
             } = mint_at(&state.approval_secret, &binding, unix_now());
-            payload["nonce"] = json!(nonce);
-            payload["expires_at"] = json!(expires_at);
             let answer = json!({"approval": token, "expires_at": expires_at});
-            (ApprovalEvent::Granted, answer)
+            let minted = Some(MintedApproval { nonce, expires_at });
+            (AuditEvent::ApprovalGranted { call, minted }, answer)
         }
         // A read-only tool pressed as an island action: it runs without an approval.
-        (Answer::Approve, _) => (ApprovalEvent::Granted, json!({"approval": null})),
-        (Answer::Decline, _) => (ApprovalEvent::Declined, json!({})),
-        (Answer::Expired, _) => {
-            payload["reason"] = json!("the app stopped waiting");
-            (ApprovalEvent::Expired, json!({}))
-        }
+        (Answer::Approve, _) => (
+            AuditEvent::ApprovalGranted { call, minted: None },
+            json!({"approval": null}),
+        ),
+        (Answer::Decline, _) => (AuditEvent::ApprovalDeclined { call }, json!({})),
+        (Answer::Expired, _) => (AuditEvent::ApprovalAbandoned { call }, json!({})),
     };
     // Recorded before it is answered: no approval is handed out unaudited.
-    writer::append_alone(pool, &actor, event.kind(), Some(&slug), &payload).await?;
+    writer::append_alone(pool, &actor, &event, Some(&slug)).await?;
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(answer)).into_response())
 }
 

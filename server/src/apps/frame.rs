@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use app::apps::ssr::{csp, pins, scripts};
+use app::audit::ssr::writer::AuditEvent;
 use app::auth::ssr::session::SessionPerson;
 use app::error::AppError;
 use app::servers::Capability;
@@ -181,7 +182,7 @@ pub async fn frame(
                 &uri,
                 &actor,
                 ctx.user.id,
-                "app_pinned",
+                AuditEvent::AppPinned,
             );
             match pinned.await {
                 Ok(pin) => pin,

@@ -2,7 +2,7 @@
 //! something outside its frame (open a link, save a file, write the clipboard), for the
 //! audit log. The host does the action itself; this only records it.
 
-use app::audit::ssr::writer::{self, Actor};
+use app::audit::ssr::writer::{self, Actor, AuditEvent};
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -28,6 +28,17 @@ enum HostAction {
     Clipboard,
 }
 
+impl HostAction {
+    /// As the host names it (and serde reads it).
+    fn as_str(self) -> &'static str {
+        match self {
+            HostAction::OpenLink => "open-link",
+            HostAction::Download => "download",
+            HostAction::Clipboard => "clipboard",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum Answer {
@@ -35,6 +46,17 @@ enum Answer {
     Declined,
     /// An open-link to an allow-listed host, opened without asking.
     Allowed,
+}
+
+impl Answer {
+    /// As the host names it (and serde reads it).
+    fn as_str(self) -> &'static str {
+        match self {
+            Answer::Approved => "approved",
+            Answer::Declined => "declined",
+            Answer::Allowed => "allowed",
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -67,20 +89,13 @@ pub async fn host_actions(
             "Only an open-link is allowed without asking.".into(),
         ));
     }
-    let payload = json!({
-        "action": body.action,
-        "decision": body.decision,
-        "detail": bounded(&Value::Object(body.detail)),
-    });
+    let event = AuditEvent::HostAction {
+        action: body.action.as_str(),
+        decision: body.decision.as_str(),
+        detail: bounded(&Value::Object(body.detail)),
+    };
     let actor = Actor::person(ctx.user.id, &ctx.user.email);
-    writer::append_alone(
-        &state.app.pool,
-        &actor,
-        "host_action",
-        Some(&slug),
-        &payload,
-    )
-    .await?;
+    writer::append_alone(&state.app.pool, &actor, &event, Some(&slug)).await?;
     Ok(Json(json!({})).into_response())
 }
 
@@ -104,6 +119,20 @@ fn bounded(value: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_audited_names_are_those_the_host_sends() {
+        for action in [
+            HostAction::OpenLink,
+            HostAction::Download,
+            HostAction::Clipboard,
+        ] {
+            assert_eq!(json!(action), json!(action.as_str()));
+        }
+        for answer in [Answer::Approved, Answer::Declined, Answer::Allowed] {
+            assert_eq!(json!(answer), json!(answer.as_str()));
+        }
+    }
 
     #[test]
     fn a_small_detail_is_kept_as_it_is() {

@@ -1,10 +1,9 @@
 //! The last step of every sign-in, whichever way the person proved who they are.
 
-use app::audit::ssr::writer::{self, Actor};
+use app::audit::ssr::writer::{self, Actor, AuditEvent};
 use app::auth::Role;
 use app::auth::ssr::session::{PERSON_KEY, SessionKind, SessionPerson, TOUCHED_KEY};
 use app::auth::ssr::users::{self, UserRow, VerifiedIdentity};
-use serde_json::json;
 use sqlx::PgPool;
 use tower_sessions::Session;
 
@@ -36,21 +35,21 @@ pub async fn complete_sign_in(
         && users::grant_role(&mut *tx, user.id, Role::Admin).await?
     {
         tracing::info!(user.email = %identity.email, "bootstrap admin granted the admin role");
-        let payload = json!({"email": user.email, "role": "admin", "reason": "bootstrap admin"});
-        writer::append(&mut tx, &Actor::system(), "role_granted", None, &payload).await?;
+        let event = AuditEvent::RoleGranted {
+            email: user.email.clone(),
+            role: Role::Admin,
+            reason: Some("bootstrap admin".into()),
+        };
+        writer::append(&mut tx, &Actor::system(), &event, None).await?;
     }
     for role in extra_roles {
         users::grant_role(&mut *tx, user.id, *role).await?;
     }
     let actor = Actor::person(user.id, &user.email);
-    writer::append(
-        &mut tx,
-        &actor,
-        "sign_in",
-        None,
-        &json!({"issuer": user.issuer, "via": "browser"}),
-    )
-    .await?;
+    let event = AuditEvent::SignIn {
+        issuer: user.issuer.clone(),
+    };
+    writer::append(&mut tx, &actor, &event, None).await?;
     tx.commit().await?;
 
     start_session(session, user.id, SessionKind::Browser, None, lifetime).await?;

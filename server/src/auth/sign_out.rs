@@ -3,7 +3,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use tower_sessions::Session;
 
-use app::audit::ssr::writer;
+use app::audit::ssr::writer::{self, AuditEvent};
 use app::auth::ssr::context::RequestContext;
 
 use crate::state::ServerState;
@@ -13,14 +13,8 @@ use crate::state::ServerState;
 pub async fn sign_out(State(state): State<ServerState>, session: Session) -> Response {
     // Who is leaving, for the audit log; an anonymous sign-out records nothing.
     if let Ok(Some(ctx)) = RequestContext::from_session(&state.app.pool, &session).await
-        && let Err(err) = writer::append_alone(
-            &state.app.pool,
-            &ctx.actor(),
-            "sign_out",
-            None,
-            &serde_json::json!({}),
-        )
-        .await
+        && let Err(err) =
+            writer::append_alone(&state.app.pool, &ctx.actor(), &AuditEvent::SignOut, None).await
     {
         tracing::error!(error.message = %err, "could not record the sign-out");
     }

@@ -2,7 +2,7 @@
 //! browser in as the token's owner, view-only. The token is taken out of the address at
 //! once (a redirect), so it never renders into a page or a Referer.
 
-use app::audit::ssr::writer::{self, Actor};
+use app::audit::ssr::writer::{self, Actor, AuditEvent};
 use app::auth::ssr::session::SessionKind;
 use app::auth::{SignInError, safe_next_path};
 use app::tokens::ssr::store;
@@ -68,15 +68,8 @@ async fn start(state: &ServerState, session: &Session, token: &str) -> anyhow::R
     let email = sqlx::query_scalar!("SELECT email FROM users WHERE id = $1", row.user_id)
         .fetch_one(&mut *tx)
         .await?;
-    let payload = serde_json::json!({"via": "login token", "token_id": row.id});
-    writer::append(
-        &mut tx,
-        &Actor::person(row.user_id, &email),
-        "sign_in",
-        None,
-        &payload,
-    )
-    .await?;
+    let event = AuditEvent::TokenSignIn { token_id: row.id };
+    writer::append(&mut tx, &Actor::person(row.user_id, &email), &event, None).await?;
     tx.commit().await?;
     super::complete::start_session(
         session,

@@ -2,12 +2,12 @@
 //! make each approval run its call once.
 
 use rand::RngCore;
-use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::approvals::{ApprovalEvent, ApprovalSecret, SECRET_MIN_BYTES, Verified};
-use crate::audit::ssr::writer::{self, Actor};
+use super::approvals::{ApprovalSecret, SECRET_MIN_BYTES, Verified};
+use crate::audit::ssr::event::ApprovedCall;
+use crate::audit::ssr::writer::{self, Actor, AuditEvent};
 
 /// The `host_secrets` row of the approval key.
 const SECRET_NAME: &str = "approval";
@@ -65,16 +65,14 @@ pub async fn spend(
     if !insert_spend(&mut tx, &approval.nonce, person, approval.expires_at).await? {
         return Ok(Spent::Already);
     }
-    let payload = json!({"tool": tool, "arguments_sha256": arguments_sha256,
-        "nonce": approval.nonce});
-    writer::append(
-        &mut tx,
-        &actor,
-        ApprovalEvent::Used.kind(),
-        Some(slug),
-        &payload,
-    )
-    .await?;
+    let event = AuditEvent::ApprovalUsed {
+        call: ApprovedCall {
+            tool: tool.to_owned(),
+            arguments_sha256: arguments_sha256.to_owned(),
+        },
+        nonce: approval.nonce.clone(),
+    };
+    writer::append(&mut tx, &actor, &event, Some(slug)).await?;
     tx.commit().await?;
     Ok(Spent::Now)
 }
@@ -132,6 +130,7 @@ pub async fn tool_words(pool: &PgPool, slug: &str, tool: &str) -> Result<ToolWor
 mod tests {
     use super::*;
     use crate::apps::ssr::approvals::{Binding, mint_at, verify_at};
+    use serde_json::json;
 
     async fn person(pool: &PgPool) -> Uuid {
         sqlx::query_scalar(

@@ -101,30 +101,6 @@ pub enum Unverified {
     Expired { nonce: String },
 }
 
-/// What the audit log records of approvals (SPEC §10).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ApprovalEvent {
-    /// The person pressed Approve.
-    Granted,
-    /// The person pressed Decline.
-    Declined,
-    /// Nobody decided in time: the page stopped waiting, or the call came too late.
-    Expired,
-    /// An approval was spent on its call, just before the call was made.
-    Used,
-}
-
-impl ApprovalEvent {
-    pub fn kind(self) -> &'static str {
-        match self {
-            ApprovalEvent::Granted => "approval_granted",
-            ApprovalEvent::Declined => "approval_declined",
-            ApprovalEvent::Expired => "approval_expired",
-            ApprovalEvent::Used => "approval_used",
-        }
-    }
-}
-
 /// Mints an approval of the call `binding` at `now` (unix seconds), with a fresh nonce.
 pub fn mint_at(secret: &ApprovalSecret, binding: &Binding, now: i64) -> Minted {
     let mut nonce = [0u8; 16];

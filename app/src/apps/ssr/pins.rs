@@ -1,11 +1,12 @@
 //! Pins: the first open of an app pins the resource for that person; later opens serve the
 //! pin, never a silently changed copy; a refresh re-pins on purpose. Every pin is audited.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::{FromRow, PgPool};
 use uuid::Uuid;
 
-use crate::audit::ssr::writer::{self, Actor};
+use crate::audit::ssr::event::Pin;
+use crate::audit::ssr::writer::{self, Actor, AuditEvent};
 use crate::servers::ssr::canonical::sha256_hex;
 use crate::servers::ssr::client::Hub;
 use crate::servers::ssr::discovery;
@@ -108,7 +109,8 @@ pub async fn get(
 }
 
 /// Reads the resource from the server now, checks it exactly as discovery does, and pins it
-/// (replacing an older pin). `kind` is the audit event: `app_pinned` or `app_repinned`.
+/// (replacing an older pin). `audited` makes its audit event: `AuditEvent::AppPinned` or
+/// `AuditEvent::AppRepinned`.
 pub async fn pin(
     pool: &PgPool,
     hub: &Hub,
@@ -116,7 +118,7 @@ pub async fn pin(
     uri: &str,
     actor: &Actor,
     user: Uuid,
-    kind: &str,
+    audited: fn(Pin) -> AuditEvent,
 ) -> Result<PinRow, PinError> {
     let endpoint = server
         .endpoint()
@@ -147,8 +149,13 @@ pub async fn pin(
     )
     .fetch_one(&mut *tx)
     .await?;
-    let payload = json!({"uri": uri, "sha256": row.sha256, "size": row.size, "server_fingerprint": row.server_fingerprint});
-    writer::append(&mut tx, actor, kind, Some(&server.slug), &payload).await?;
+    let event = audited(Pin {
+        uri: uri.to_owned(),
+        sha256: row.sha256.clone(),
+        size: row.size,
+        server_fingerprint: row.server_fingerprint.clone(),
+    });
+    writer::append(&mut tx, actor, &event, Some(&server.slug)).await?;
     tx.commit().await?;
     Ok(row)
 }

@@ -11,6 +11,8 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
+pub use super::event::AuditEvent;
+
 /// Advisory-lock key that serializes audit writers ("stradaud" in ASCII), taken by
 /// `audit_append` (migration 0005).
 pub const AUDIT_LOCK: i64 = 0x7374_7261_6461_7564;
@@ -73,32 +75,29 @@ pub fn row_hash(
 pub async fn append(
     tx: &mut Transaction<'_, Postgres>,
     actor: &Actor,
-    kind: &str,
+    event: &AuditEvent,
     slug: Option<&str>,
-    payload: &Value,
 ) -> Result<i64, sqlx::Error> {
     let conn: &mut PgConnection = tx;
-    append_on(conn, actor, kind, slug, payload).await
+    append_on(conn, actor, event, slug).await
 }
 
 /// Appends one event on its own: one statement, its own transaction, one round trip.
 pub async fn append_alone(
     pool: &PgPool,
     actor: &Actor,
-    kind: &str,
+    event: &AuditEvent,
     slug: Option<&str>,
-    payload: &Value,
 ) -> Result<i64, sqlx::Error> {
     let mut conn = pool.acquire().await?;
-    append_on(&mut conn, actor, kind, slug, payload).await
+    append_on(&mut conn, actor, event, slug).await
 }
 
 /// One event for `Appender`.
 pub struct Event {
     pub actor: Actor,
-    pub kind: &'static str,
+    pub event: AuditEvent,
     pub slug: Option<String>,
-    pub payload: Value,
 }
 
 struct Waiting {
@@ -370,9 +369,9 @@ pub async fn append_many(
 ) -> Result<Vec<i64>, sqlx::Error> {
     let ids: Vec<Option<Uuid>> = events.iter().map(|e| e.actor.id).collect();
     let emails: Vec<Option<&str>> = events.iter().map(|e| e.actor.email.as_deref()).collect();
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.kind().as_str()).collect();
     let slugs: Vec<Option<&str>> = events.iter().map(|e| e.slug.as_deref()).collect();
-    let payloads: Vec<&Value> = events.iter().map(|e| &e.payload).collect();
+    let payloads: Vec<Value> = events.iter().map(|e| e.event.payload()).collect();
     // The arrays hold NULLs (no actor, no slug), which the macros' array types do not
     // spell: `as _` binds them as they are.
     match flush {
@@ -409,17 +408,16 @@ pub async fn append_many(
 async fn append_on(
     conn: &mut PgConnection,
     actor: &Actor,
-    kind: &str,
+    event: &AuditEvent,
     slug: Option<&str>,
-    payload: &Value,
 ) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT audit_append($1, $2, $3, $4, $5::jsonb) AS "id!""#,
         actor.id,
         actor.email,
-        kind,
+        event.kind().as_str(),
         slug,
-        payload,
+        event.payload(),
     )
     .fetch_one(conn)
     .await

@@ -1,12 +1,11 @@
 //! Granting a server to someone, with its audit row in the same transaction: the one way an
 //! entitlement is made, whether an admin grants it or local mode entitles its own admin.
 
-use serde_json::json;
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use super::grants::{self, GrantRow, Grantee};
-use crate::audit::ssr::writer::{self, Actor};
+use crate::audit::ssr::writer::{self, Actor, AuditEvent};
 
 /// Grants `slug` to `grantee` (made by the person `by`) and audits it as `actor`; `reason`,
 /// when given, is kept in the row. A grant that exists changes nothing and writes nothing.
@@ -21,10 +20,12 @@ pub async fn grant(
     let Some(row) = grants::grant(&mut **tx, slug, grantee, by).await? else {
         return Ok(None);
     };
-    let mut payload = json!({"grant_id": row.id, "email": row.email, "domain": row.domain});
-    if let Some(reason) = reason {
-        payload["reason"] = json!(reason);
-    }
-    writer::append(tx, actor, "entitlement_granted", Some(slug), &payload).await?;
+    let event = AuditEvent::EntitlementGranted {
+        grant_id: row.id,
+        email: row.email.clone(),
+        domain: row.domain.clone(),
+        reason: reason.map(str::to_owned),
+    };
+    writer::append(tx, actor, &event, Some(slug)).await?;
     Ok(Some(row))
 }

@@ -1,11 +1,10 @@
 //! The admin's read-only marks (SPEC §5). A mark holds the tool's fingerprint at the time:
 //! when discovery sees a new fingerprint, the mark is cleared (and the clearing audited).
 
-use serde_json::json;
 use sqlx::PgExecutor;
 use uuid::Uuid;
 
-use crate::audit::ssr::writer::{self, Actor};
+use crate::audit::ssr::writer::{self, Actor, AuditEvent};
 
 /// Marks `tool` read-only at its current fingerprint `digest`.
 pub async fn mark(
@@ -71,15 +70,11 @@ pub async fn clear_stale(
     .await?;
     for mark in &cleared {
         let (tool, digest) = (&mark.tool, &mark.digest);
-        let payload = json!({"tool": tool, "marked_digest": digest, "reason": "the tool's definition changed"});
-        writer::append(
-            tx,
-            &Actor::system(),
-            "read_only_mark_cleared",
-            Some(slug),
-            &payload,
-        )
-        .await?;
+        let event = AuditEvent::ReadOnlyMarkCleared {
+            tool: tool.clone(),
+            marked_digest: digest.clone(),
+        };
+        writer::append(tx, &Actor::system(), &event, Some(slug)).await?;
         tracing::warn!(server.slug = %slug, tool = %tool, "read-only mark cleared: the tool's definition changed");
     }
     Ok(cleared.into_iter().map(|mark| mark.tool).collect())

@@ -8,7 +8,7 @@ use super::changes::{self, AppChange, Item, ItemKind};
 use super::client::{Hub, McpError};
 use super::discovery::{self, ItemProblem};
 use super::registry::{self, ServerRow};
-use crate::audit::ssr::writer::{self, Actor};
+use crate::audit::ssr::writer::{self, Actor, AuditEvent};
 use crate::servers::Capability;
 
 #[derive(Debug, thiserror::Error)]
@@ -171,8 +171,8 @@ async fn commit(
     let problem_json = serde_json::to_value(&problems).unwrap_or(Value::Null);
     registry::record_discovery(&mut *tx, slug, None, &problem_json).await?;
     for change in &found {
-        let payload = serde_json::to_value(change).unwrap_or(Value::Null);
-        writer::append(&mut tx, actor, "app_change", Some(slug), &payload).await?;
+        let event = AuditEvent::AppChange(change.clone());
+        writer::append(&mut tx, actor, &event, Some(slug)).await?;
     }
     // A read-only mark holds for the definition it was made on (SPEC §5).
     crate::entitlements::ssr::marks::clear_stale(&mut tx, slug).await?;

@@ -392,9 +392,7 @@ async fn a_large_export_streams_in_several_chunks_without_a_length(pool: PgPool)
     let filler = "x".repeat(1000);
     for n in 0..1000 {
         let payload = json!({"n": n, "filler": filler});
-        writer::append(&mut tx, &alice(), "bulk", None, &payload)
-            .await
-            .unwrap();
+        append_row(&mut tx, &alice(), "bulk", None, &payload).await;
     }
     tx.commit().await.unwrap();
     for path in EXPORTS {

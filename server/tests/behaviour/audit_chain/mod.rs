@@ -6,7 +6,9 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use crate::support::*;
-use app::audit::ssr::writer::{self, Actor, GENESIS};
+use app::audit::ssr::event::ToolCallRow;
+use app::audit::ssr::writer::{self, Actor, AuditEvent, GENESIS};
+use app::entitlements::policy::Surface;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use time::OffsetDateTime;
@@ -22,7 +24,7 @@ async fn migrated(pool: &PgPool) {
     strad_server::db::migrate(pool).await.expect("migrations");
 }
 
-/// Appends one event in its own transaction, as an audited change does.
+/// Appends one row in its own transaction, as an audited change does.
 async fn append(
     pool: &PgPool,
     actor: &Actor,
@@ -31,11 +33,30 @@ async fn append(
     payload: Value,
 ) -> i64 {
     let mut tx = pool.begin().await.unwrap();
-    let id = writer::append(&mut tx, actor, kind, slug, &payload)
-        .await
-        .unwrap();
+    let id = append_row(&mut tx, actor, kind, slug, &payload).await;
     tx.commit().await.unwrap();
     id
+}
+
+/// Appends one row as stored, whatever its kind and payload, through `audit_append` (what
+/// `writer` calls): the chain and the exports must hold for any row, a kind this build
+/// does not write or a hostile one included.
+async fn append_row(
+    connection: &mut sqlx::PgConnection,
+    actor: &Actor,
+    kind: &str,
+    slug: Option<&str>,
+    payload: &Value,
+) -> i64 {
+    sqlx::query_scalar("SELECT audit_append($1, $2, $3, $4, $5::jsonb)")
+        .bind(actor.id)
+        .bind(actor.email.as_deref())
+        .bind(kind)
+        .bind(slug)
+        .bind(payload)
+        .fetch_one(connection)
+        .await
+        .unwrap()
 }
 
 async fn first_broken_row(pool: &PgPool) -> Option<i64> {

@@ -170,7 +170,12 @@ async fn five_hundred_concurrent_audited_changes_make_one_unbroken_chain(pool: P
                             .execute(&mut *tx)
                             .await
                             .unwrap();
-                        writer::append(&mut tx, &actor, "pin", Some("github"), &json!({"n": n}))
+                        let event = AuditEvent::HostAction {
+                            action: "download",
+                            decision: "approved",
+                            detail: json!({"n": n}),
+                        };
+                        writer::append(&mut tx, &actor, &event, Some("github"))
                             .await
                             .unwrap();
                         tx.commit().await.unwrap();
@@ -197,10 +202,11 @@ async fn five_hundred_concurrent_audited_changes_make_one_unbroken_chain(pool: P
         assert_eq!(prev_hash, &prev, "row {i} links to the row before it");
         prev = hash.clone();
     }
-    let distinct: i64 = sqlx::query_scalar("SELECT count(DISTINCT payload->'n') FROM audit_log")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let distinct: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT payload->'detail'->'n') FROM audit_log")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     assert_eq!(distinct, 500, "every change has its own row");
     assert_eq!(first_broken_row(&pool).await, None);
 }

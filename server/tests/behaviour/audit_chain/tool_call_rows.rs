@@ -14,19 +14,18 @@ async fn rows_appended_together_chain_like_rows_appended_alone(pool: PgPool) {
         let appender = appender.clone();
         let pool = pool.clone();
         async move {
-            let payload = serde_json::json!({"n": n});
+            let event = call_row(n);
             if n % 8 == 0 {
                 let actor = writer::Actor::system();
-                writer::append_alone(&pool, &actor, "alone", None, &payload)
+                writer::append_alone(&pool, &actor, &event, None)
                     .await
                     .unwrap()
             } else {
                 appender
                     .append(writer::Event {
                         actor: writer::Actor::person(uuid::Uuid::new_v4(), "a@example.com"),
-                        kind: "together",
+                        event,
                         slug: Some("s".into()),
-                        payload,
                     })
                     .await
                     .unwrap()
@@ -35,7 +34,7 @@ async fn rows_appended_together_chain_like_rows_appended_alone(pool: PgPool) {
     });
     let mut ids = futures::future::join_all(calls).await;
     let stored: Vec<(i64, i64)> =
-        sqlx::query_as("SELECT id, (payload->>'n')::bigint FROM audit_log ORDER BY id")
+        sqlx::query_as("SELECT id, (payload->>'bytes_in')::bigint FROM audit_log ORDER BY id")
             .fetch_all(&pool)
             .await
             .unwrap();
@@ -52,12 +51,25 @@ async fn rows_appended_together_chain_like_rows_appended_alone(pool: PgPool) {
     assert_eq!(first_broken_row(&pool).await, None);
 }
 
+/// A tool call's row, told apart from the others by `n` (its `bytes_in`).
+fn call_row(n: u32) -> AuditEvent {
+    AuditEvent::ToolCall(ToolCallRow {
+        surface: Surface::App,
+        tool: "t".into(),
+        arguments_sha256: "a".into(),
+        outcome: "ok".into(),
+        bytes_in: n as usize,
+        bytes_out: 0,
+        token_id: None,
+        reference: None,
+    })
+}
+
 fn together(n: u32) -> writer::Event {
     writer::Event {
         actor: writer::Actor::system(),
-        kind: "together",
+        event: call_row(n),
         slug: None,
-        payload: serde_json::json!({"n": n}),
     }
 }
 
@@ -188,7 +200,7 @@ async fn the_writer_takes_a_new_connection_when_its_own_is_lost(pool: PgPool) {
     assert!(appender.append(together(2)).await.is_err());
     appender.append(together(3)).await.unwrap();
     let rows: Vec<i64> =
-        sqlx::query_scalar("SELECT (payload->>'n')::bigint FROM audit_log ORDER BY id")
+        sqlx::query_scalar("SELECT (payload->>'bytes_in')::bigint FROM audit_log ORDER BY id")
             .fetch_all(&pool)
             .await
             .unwrap();
