@@ -71,7 +71,8 @@ export async function startStrad(env = {}) {
     ...process.env,
     STRAD_BIND: `127.0.0.1:${port}`,
     STRAD_PUBLIC_URL: baseURL,
-    STRAD_SITE_ROOT: path.join(root, 'target', 'site'),
+    // The dev site by default; STRAD_SITE_ROOT tests another (`dist/site` of `./x dist`).
+    STRAD_SITE_ROOT: process.env.STRAD_SITE_ROOT || path.join(root, 'target', 'site'),
     DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
     RUST_LOG: process.env.RUST_LOG || 'warn',
     STRAD_DEMO: 'off',
