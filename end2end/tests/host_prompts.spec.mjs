@@ -2,6 +2,7 @@
 // server's result, open-link, download and clipboard waiting for the person, the panel
 // from the keyboard, and the bridge under a flood.
 //
+import { readFileSync } from 'node:fs';
 import { test, expect } from './fixtures.mjs';
 import { appFrame, run, settled, upstreamCalls } from './app-setup.mjs';
 import { AXE, SERVER, PROPOSED, DRAWN, SHOW_WIDGET_WITH_ACTIONS, openMailApp, panel, askToSendMail, routeLog, auditRows, tabUntil, hostFocusIs } from './approval-setup.mjs';
