@@ -222,6 +222,8 @@ test('full screen and back work from the keyboard alone, and the approval panel 
   expect(inPanel.violations.map((v) => `${v.id} (${v.impact})`)).toEqual([]);
   const whole = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
   expect(whole.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id)).toEqual([]);
+  // Approve is armed a moment after the panel appears; until then Tab passes it by.
+  await expect(dialog.getByRole('button', { name: 'Approve', exact: true })).toBeEnabled();
   await tabUntil(page, () => hostFocusIs(page, 'Approve'), 'Approve', 10);
   await tabUntil(page, () => hostFocusIs(page, 'Decline'), 'Decline', 10);
   await page.keyboard.press('Enter');
