@@ -26,9 +26,9 @@ pub struct ServerState {
     pub call_bursts: Arc<crate::tool_call::Bursts>,
     /// Each person's budget of app log lines (beyond it lines are dropped).
     pub log_rates: Arc<crate::relay::RateLimits>,
-    /// Each login token's request budget on `/mcp`.
+    /// Each person's request budget on `/mcp`, all their login tokens together.
     pub mcp_rates: Arc<crate::relay::RateLimits>,
-    /// Each login token's budget of new client sessions on `/mcp`.
+    /// Each person's budget of new client sessions on `/mcp`, all their tokens together.
     pub mcp_sessions: Arc<crate::relay::RateLimits>,
     /// `/mcp`'s open client sessions (each holds upstream sessions), at most as many as
     /// configured.
