@@ -81,9 +81,11 @@ test('a call from the frame waits for Approve and then reaches the server exactl
   expect(declined.record.error.message).toBeTruthy();
   await expect(dialog).toHaveCount(0);
 
-  // Esc declines too.
+  // Esc declines too, once focus is in the panel (the host moves it there on the next frame;
+  // an Esc before that is the frame's).
   await askToSendMail(app, { ...MAIL, subject: 'Third' });
   await expect(dialog).toBeVisible();
+  await expect.poll(() => page.evaluate(() => !!document.activeElement?.closest('.approval-panel'))).toBe(true);
   await page.keyboard.press('Escape');
   expect((await settled(app.locator('#outcome-3'))).state).toBe('error');
   await expect(dialog).toHaveCount(0);
