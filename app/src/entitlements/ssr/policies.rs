@@ -31,12 +31,15 @@ pub fn from_row(
     }
 }
 
-pub async fn set(db: impl PgExecutor<'_>, slug: &str, policy: &Policy) -> Result<(), sqlx::Error> {
-    let list = |list: &ToolList| match list {
+/// A tool list as its column holds it: every tool is NULL.
+fn stored(list: &ToolList) -> Option<&[String]> {
+    match list {
         ToolList::All => None,
-        ToolList::Only(names) => Some(names.clone()),
-    };
-    let (playground, apps) = (list(&policy.playground), list(&policy.apps));
+        ToolList::Only(names) => Some(names),
+    }
+}
+
+pub async fn set(db: impl PgExecutor<'_>, slug: &str, policy: &Policy) -> Result<(), sqlx::Error> {
     sqlx::query!(
         "INSERT INTO tool_policies (slug, playground_tools, app_tools, writing_from_apps)
          VALUES ($1, $2, $3, $4)
@@ -44,8 +47,8 @@ pub async fn set(db: impl PgExecutor<'_>, slug: &str, policy: &Policy) -> Result
             app_tools = EXCLUDED.app_tools, writing_from_apps = EXCLUDED.writing_from_apps,
             updated_at = now()",
         slug,
-        playground.as_deref(),
-        apps.as_deref(),
+        stored(&policy.playground),
+        stored(&policy.apps),
         policy.writing_from_apps.as_str(),
     )
     .execute(db)
@@ -60,18 +63,13 @@ pub async fn set_if_none(
     slug: &str,
     policy: &Policy,
 ) -> Result<bool, sqlx::Error> {
-    let list = |list: &ToolList| match list {
-        ToolList::All => None,
-        ToolList::Only(names) => Some(names.clone()),
-    };
-    let (playground, apps) = (list(&policy.playground), list(&policy.apps));
     let inserted = sqlx::query!(
         "INSERT INTO tool_policies (slug, playground_tools, app_tools, writing_from_apps)
          VALUES ($1, $2, $3, $4)
          ON CONFLICT (slug) DO NOTHING",
         slug,
-        playground.as_deref(),
-        apps.as_deref(),
+        stored(&policy.playground),
+        stored(&policy.apps),
         policy.writing_from_apps.as_str(),
     )
     .execute(db)
