@@ -26,13 +26,24 @@ pub struct AppState {
     pub hub: Arc<Hub>,
     /// `scheme://host[:port]` people reach the console at (for CSP sources).
     pub public_origin: String,
-    /// The app sessions issued for frame loads (each frame document is served once).
+    /// Signs the app sessions issued for frame loads (each frame document is served once).
     pub frame_tickets: Arc<crate::apps::ssr::tickets::FrameTickets>,
+    /// The origin app frames are served from when it is not the console's own
+    /// (`STRAD_SANDBOX_ORIGIN`, another site, so the browser isolates frames in their own
+    /// process).
+    pub sandbox_origin: Option<String>,
     /// Live login tokens one person may hold (`auth.tokens_per_person`).
     pub tokens_per_person: u32,
 }
 
 impl AppState {
+    /// The origin app frames load from: the sandbox origin, or the console's own.
+    pub fn frame_origin(&self) -> &str {
+        self.sandbox_origin
+            .as_deref()
+            .unwrap_or(&self.public_origin)
+    }
+
     /// The state of the current request. Call it before any `.await`.
     pub fn from_context() -> Result<Self, crate::error::AppError> {
         leptos::prelude::use_context::<AppState>()

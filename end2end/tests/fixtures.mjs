@@ -12,7 +12,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const targetDir = process.env.CARGO_TARGET_DIR || path.join(root, 'target');
 const binary = process.env.STRAD_BIN || path.join(targetDir, 'debug', 'strad');
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.listen(0, '127.0.0.1', () => {
@@ -62,15 +62,17 @@ class Strad {
 }
 
 /** strad in local mode on a database of its own; `env` adds to (or, with `undefined`,
- * removes from) the settings below. The demo server is off unless a test turns it on. */
-export async function startStrad(env = {}) {
-  const port = await freePort();
-  const database = `strad_e2e_${process.pid}_${port}`;
+ * removes from) the settings below. The demo server is off unless a test turns it on.
+ * Several instances of one console (behind a proxy) share `database` and `publicURL`, each
+ * on a `port` of its own. */
+export async function startStrad(env = {}, { port, database, publicURL } = {}) {
+  port = port ?? await freePort();
+  database = database ?? `strad_e2e_${process.pid}_${port}`;
   const baseURL = `http://127.0.0.1:${port}`;
   const settings = {
     ...process.env,
     STRAD_BIND: `127.0.0.1:${port}`,
-    STRAD_PUBLIC_URL: baseURL,
+    STRAD_PUBLIC_URL: publicURL ?? baseURL,
     // The dev site by default; STRAD_SITE_ROOT tests another (`dist/site` of `./x dist`).
     STRAD_SITE_ROOT: process.env.STRAD_SITE_ROOT || path.join(root, 'target', 'site'),
     DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
@@ -80,7 +82,7 @@ export async function startStrad(env = {}) {
   };
   for (const [key, value] of Object.entries(settings)) if (value === undefined) delete settings[key];
   const child = spawn(binary, [], { cwd: root, env: settings, stdio: ['ignore', 'pipe', 'inherit'] });
-  const strad = new Strad(child, baseURL, database);
+  const strad = new Strad(child, publicURL ?? baseURL, database);
   // Ready when /healthz answers.
   const deadline = Date.now() + 30_000;
   for (;;) {

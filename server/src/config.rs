@@ -16,6 +16,7 @@ mod http;
 mod local_mode;
 mod oidc;
 mod rate_limits;
+mod sandbox;
 mod secret;
 mod servers;
 mod site;
@@ -141,15 +142,17 @@ impl Config {
         file: Option<&str>,
         env: &HashMap<String, String>,
     ) -> Result<Config, ConfigError> {
-        let file: FileConfig = match file {
+        let mut file: FileConfig = match file {
             Some(text) => toml::from_str(text).map_err(|e| bad(S_FILE, e.message().to_owned()))?,
             None => FileConfig::default(),
         };
         let env = Environment(env);
 
-        let http = http::load(file.http, &env)?;
+        let sandbox_file = file.http.sandbox_origin.take();
+        let mut http = http::load(file.http, &env)?;
         let database = database::load(file.database, &env)?;
         let auth = auth::load(file.auth, &http, &env)?;
+        http.sandbox_origin = sandbox::load(sandbox_file, &env, &http, auth.oidc.is_none())?;
         let site = site::load(file.site, &env);
         let discovery = discovery::load(file.discovery, &env)?;
         let limits = rate_limits::load(file.mcp, file.calls, &env)?;
@@ -180,7 +183,7 @@ impl Config {
 mod tests {
     use super::auth::{S_ADMINS, S_IDLE};
     use super::database::S_DATABASE_URL;
-    use super::http::{S_BIND, S_PUBLIC_URL};
+    use super::http::{S_BIND, S_INSTANCE, S_PUBLIC_URL};
     use super::oidc::{S_ISSUER, S_PROVIDER};
     use super::test_support::{env, oidc_env};
     use super::*;
@@ -189,6 +192,8 @@ mod tests {
     fn bad_values_are_refused_with_the_setting_named() {
         let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
             (vec![("STRAD_BIND", "localhost")], S_BIND),
+            (vec![("STRAD_INSTANCE", "A")], S_INSTANCE),
+            (vec![("STRAD_INSTANCE", "a.b")], S_INSTANCE),
             (vec![("STRAD_PUBLIC_URL", "ftp://127.0.0.1")], S_PUBLIC_URL),
             (
                 vec![("STRAD_PUBLIC_URL", "http://127.0.0.1:3000/console")],

@@ -184,7 +184,10 @@ pub fn spawn_discovery(
     interval: Option<Duration>,
 ) {
     tokio::spawn(async move {
+        // Every instance discovers as it starts (its own connections, its first view);
+        // afterwards one instance a round.
         discover_all(&pool, &hub).await;
+        let period = interval.unwrap_or(Duration::from_secs(60));
         let mut tick = interval.map(|period| {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -205,11 +208,41 @@ pub fn spawn_discovery(
                     }
                 }
                 _ = async { tick.as_mut().expect("only polled with an interval").tick().await }, if tick.is_some() => {
-                    discover_all(&pool, &hub).await;
+                    discover_all_once(&pool, &hub, period).await;
                 }
             }
         }
     });
+}
+
+/// Discovers every server, unless another instance on this database already did within
+/// half a `period` (several instances share one schedule: one of them runs each round).
+async fn discover_all_once(pool: &PgPool, hub: &Hub, period: Duration) {
+    match claim_round(pool, "discovery", period / 2).await {
+        Ok(true) => discover_all(pool, hub).await,
+        Ok(false) => tracing::debug!("another instance ran discovery this round"),
+        Err(err) => tracing::error!(error.message = %err, "could not claim the discovery round"),
+    }
+}
+
+/// Claims this round of the periodic work `name`: `true` for exactly one instance among
+/// those asking within `spacing` of each other.
+pub async fn claim_round(
+    pool: &PgPool,
+    name: &str,
+    spacing: Duration,
+) -> Result<bool, sqlx::Error> {
+    let claimed = sqlx::query_scalar!(
+        "INSERT INTO periodic_runs (name, ran_at) VALUES ($1, now())
+         ON CONFLICT (name) DO UPDATE SET ran_at = now()
+         WHERE periodic_runs.ran_at < now() - make_interval(secs => $2)
+         RETURNING name",
+        name,
+        spacing.as_secs_f64(),
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(claimed.is_some())
 }
 
 async fn discover_all(pool: &PgPool, hub: &Hub) {
@@ -221,5 +254,35 @@ async fn discover_all(pool: &PgPool, hub: &Hub) {
             }
         }
         Err(err) => tracing::error!(error.message = %err, "could not list servers for discovery"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn one_instance_claims_each_round(pool: PgPool) {
+        let spacing = Duration::from_secs(30);
+        let asks = (0..4).map(|_| claim_round(&pool, "discovery", spacing));
+        let claimed = futures::future::join_all(asks).await;
+        assert_eq!(
+            claimed.iter().filter(|c| matches!(c, Ok(true))).count(),
+            1,
+            "{claimed:?}"
+        );
+        sqlx::query("UPDATE periodic_runs SET ran_at = now() - interval '31 seconds'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        assert!(
+            claim_round(&pool, "discovery", spacing).await.unwrap(),
+            "the next round"
+        );
+        assert!(!claim_round(&pool, "discovery", spacing).await.unwrap());
+        assert!(
+            claim_round(&pool, "other", spacing).await.unwrap(),
+            "rounds are per name"
+        );
     }
 }

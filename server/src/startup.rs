@@ -137,6 +137,13 @@ impl Application {
             crate::authority_cache::FRESH_FOR,
         ));
         crate::authority_cache::spawn_listener(pool.clone(), memos.clone());
+        tokio::spawn(prune_spent_tickets(pool.clone()));
+        let instances = crate::instances::Live::default();
+        crate::instances::spawn_heartbeat(
+            pool.clone(),
+            config.http.instance.clone(),
+            instances.clone(),
+        );
         let state = ServerState {
             app: AppState {
                 leptos_options: Arc::new(leptos_options),
@@ -144,7 +151,10 @@ impl Application {
                 sign_in,
                 hub: hub.clone(),
                 public_origin: config.http.public_origin(),
-                frame_tickets: Arc::default(),
+                frame_tickets: Arc::new(app::apps::ssr::tickets::FrameTickets::new(
+                    &approval_secret,
+                )),
+                sandbox_origin: config.http.sandbox(),
                 tokens_per_person: config.auth.tokens_per_person,
             },
             config: config.clone(),
@@ -155,19 +165,25 @@ impl Application {
             memos: memos.clone(),
             audit: app::audit::ssr::writer::Appender::spawn(pool.clone(), config.audit_calls_flush),
             approval_secret: Arc::new(approval_secret),
-            call_rates: Arc::new(crate::relay::RateLimits::new(config.calls_per_second)),
+            call_rates: Arc::new(
+                crate::relay::RateLimits::new(config.calls_per_second).shared(&instances),
+            ),
             call_bursts: Arc::default(),
             log_rates: Arc::new(crate::relay::RateLimits::per_second(
                 crate::apps::LOG_LINES_PER_SECOND,
             )),
-            mcp_rates: Arc::new(crate::relay::RateLimits::new(config.mcp_rate_per_second)),
-            mcp_sessions: Arc::new(crate::relay::RateLimits::per_minute(
-                config.mcp_sessions_per_minute,
-            )),
+            mcp_rates: Arc::new(
+                crate::relay::RateLimits::new(config.mcp_rate_per_second).shared(&instances),
+            ),
+            mcp_sessions: Arc::new(
+                crate::relay::RateLimits::per_minute(config.mcp_sessions_per_minute)
+                    .shared(&instances),
+            ),
             mcp_open: crate::relay::sessions::Sessions::new(
                 hub.clone(),
                 config.mcp_sessions_max as usize,
                 crate::relay::sessions::IDLE,
+                config.http.instance.as_deref(),
             ),
         };
         let router = router(state.clone(), pool);
@@ -259,7 +275,12 @@ fn router(state: ServerState, pool: PgPool) -> Router {
     };
 
     let [csp, frame, sniff, referrer] = security_headers::layers();
-    Router::new()
+    let sandbox = config
+        .http
+        .sandbox_origin
+        .as_ref()
+        .map(|origin| crate::sandbox::Sandbox::new(origin, state.clone()));
+    let console = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/auth/login", get(oidc::login))
@@ -296,7 +317,21 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .layer(sniff)
         .layer(referrer)
         .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .with_state(state);
+    // The sandbox origin's requests never reach the console's router or layers (its session
+    // above all): they are told apart before any routing (a layer of the console's own
+    // router would run after it had matched the path).
+    match sandbox {
+        Some(sandbox) => {
+            Router::new()
+                .fallback_service(console)
+                .layer(axum::middleware::from_fn_with_state(
+                    sandbox,
+                    crate::sandbox::dispatch,
+                ))
+        }
+        None => console,
+    }
 }
 
 /// The console's routes, generated once per process. Generating runs the app with resource
@@ -307,6 +342,19 @@ fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
     static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> =
         std::sync::OnceLock::new();
     ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
+/// Forgets spent frame tickets once they have expired, every minute, on every instance (a
+/// delete of what is already gone costs nothing).
+async fn prune_spent_tickets(pool: PgPool) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Err(error) = app::apps::ssr::tickets::prune(&pool).await {
+            tracing::warn!(error.message = %error, "pruning spent frame tickets failed");
+        }
+    }
 }
 
 async fn delete_expired_sessions(store: PostgresStore) {

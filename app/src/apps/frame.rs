@@ -139,7 +139,8 @@ pub fn AppFrame(
     // The ticket is this frame load's app session. The frame's query is the app's `uri`
     // first, then the host's own params and hash (SPEC §6 "Location"), added once hydrated.
     let base = format!(
-        "/apps/{}/frame/{}",
+        "{}/apps/{}/frame/{}",
+        app.frame_origin,
         app.slug,
         app.ticket.clone().unwrap_or_default()
     );

@@ -34,6 +34,9 @@ pub struct AppView {
     pub opens_with_call: bool,
     /// The app session for one frame load (SPEC §6), when the app can be shown.
     pub ticket: Option<String>,
+    /// The origin the frame loads from: empty for the console's own, else the sandbox
+    /// origin (`scheme://host[:port]`).
+    pub frame_origin: String,
     /// `_meta.ui.csp.resourceDomains` as the pin declares them, and those the frame's CSP
     /// grants (bare https origins; everything else dropped).
     pub declared_domains: Vec<String>,
@@ -85,6 +88,7 @@ pub async fn open_app(
         declaring_tool: None,
         opens_with_call: false,
         ticket: None,
+        frame_origin: state.sandbox_origin.clone().unwrap_or_default(),
         declared_domains: Vec::new(),
         granted_domains: Vec::new(),
         permissions: Vec::new(),
@@ -162,7 +166,13 @@ pub async fn open_app(
         let facts = authorize::tool_facts(&state.pool, &slug, tool).await?;
         view.opens_with_call = facts.is_some_and(|f| f.is_read_only());
     }
-    view.ticket = Some(state.frame_tickets.issue(ctx.user.id, &slug, &uri));
+    view.ticket = state
+        .frame_tickets
+        .issue(ctx.user.id, &slug, &uri, &pin.sha256);
+    if view.ticket.is_none() {
+        view.status = AppStatus::Corrupt;
+        return Ok(view);
+    }
     view.status = AppStatus::Ready;
     Ok(view)
 }

@@ -32,7 +32,7 @@ pub fn set_console_policy(frame_path: Option<String>) {
     ) {
         let frames = format!(
             "{}{}",
-            state.public_origin,
+            state.frame_origin(),
             frame_path.as_deref().unwrap_or("/apps/")
         );
         let policy = console_policy(&nonce.to_string(), &frames);

@@ -1,12 +1,14 @@
 //! GET /apps/<slug>/frame/<ticket> (SPEC §6): the person's pinned copy, with
 //! `<base target="_blank">`, under the frame CSP built from exactly the served bytes. Anything
 //! else the frame gets is `Stopped`: a readable page in which no script may run.
+//!
+//! Served on the console's origin (`frame`, where the session must be the ticket's person)
+//! or, when one is configured, only on the sandbox origin (`sandbox_frame`, which reads and
+//! sets no cookie: the signed ticket names the person). Both serve through `serve`.
 
 use std::sync::Arc;
 
-use app::apps::ssr::{csp, pins, scripts};
-use app::audit::ssr::writer::AuditEvent;
-use app::auth::ssr::session::SessionPerson;
+use app::apps::ssr::{csp, pins, scripts, tickets};
 use app::error::AppError;
 use app::servers::Capability;
 use axum::body::Bytes;
@@ -14,9 +16,9 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tower_sessions::Session;
+use uuid::Uuid;
 
 use super::frame_cache::PreparedFrame;
-use super::person_context;
 use crate::prefetch;
 use crate::state::ServerState;
 
@@ -36,22 +38,10 @@ impl Stopped {
     fn inert(message: &str) -> Self {
         Stopped::page(StatusCode::CONFLICT, message)
     }
-}
 
-impl From<AppError> for Stopped {
-    fn from(error: AppError) -> Self {
-        Stopped::App(error)
-    }
-}
-
-impl From<sqlx::Error> for Stopped {
-    fn from(error: sqlx::Error) -> Self {
-        Stopped::App(error.into())
-    }
-}
-
-impl IntoResponse for Stopped {
-    fn into_response(self) -> Response {
+    /// The stopped page, framable by the console only: on the console's origin that is
+    /// `'self'`; on the sandbox origin, the console's origin by name.
+    fn respond(self, state: &ServerState, on_sandbox: bool) -> Response {
         let (status, message) = match self {
             Stopped::App(error) => (super::status_of(&error), error.to_string()),
             Stopped::Page(status, message) => (status, message),
@@ -70,26 +60,80 @@ impl IntoResponse for Stopped {
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/html; charset=utf-8"),
         );
-        h.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(
-                "sandbox; default-src 'none'; script-src 'none'; frame-ancestors 'self'",
-            ),
-        );
-        h.insert(
-            header::X_FRAME_OPTIONS,
-            HeaderValue::from_static("SAMEORIGIN"),
-        );
+        let ancestors = if on_sandbox {
+            state.config.http.public_origin()
+        } else {
+            "'self'".to_owned()
+        };
+        if let Ok(csp) = HeaderValue::from_str(&format!(
+            "sandbox; default-src 'none'; script-src 'none'; frame-ancestors {ancestors}"
+        )) {
+            h.insert(header::CONTENT_SECURITY_POLICY, csp);
+        }
+        if !on_sandbox {
+            h.insert(
+                header::X_FRAME_OPTIONS,
+                HeaderValue::from_static("SAMEORIGIN"),
+            );
+        }
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         response
     }
 }
 
+impl From<AppError> for Stopped {
+    fn from(error: AppError) -> Self {
+        Stopped::App(error)
+    }
+}
+
+impl From<sqlx::Error> for Stopped {
+    fn from(error: sqlx::Error) -> Self {
+        Stopped::App(error.into())
+    }
+}
+
+/// The frame route on the console's origin, when frames are not served from a sandbox
+/// origin: the ticket must be the signed-in person's.
 pub async fn frame(
     State(state): State<ServerState>,
     session: Session,
     headers: HeaderMap,
     Path((slug, ticket)): Path<(String, String)>,
+) -> Response {
+    if state.config.http.sandbox_origin.is_some() {
+        return Stopped::page(
+            StatusCode::NOT_FOUND,
+            "App frames are served from this console's sandbox origin.",
+        )
+        .respond(&state, false);
+    }
+    serve(&state, &headers, &slug, &ticket, Some(&session))
+        .await
+        .unwrap_or_else(|stopped| stopped.respond(&state, false))
+}
+
+/// The frame route on the sandbox origin: no cookie is read or set; the ticket alone says
+/// whose frame load this is.
+pub async fn sandbox_frame(
+    State(state): State<ServerState>,
+    headers: HeaderMap,
+    Path((slug, ticket)): Path<(String, String)>,
+) -> Response {
+    serve(&state, &headers, &slug, &ticket, None)
+        .await
+        .unwrap_or_else(|stopped| stopped.respond(&state, true))
+}
+
+/// Serves the frame load `ticket` names, once: for the ticket's person (who must be the
+/// session's, when there is one), entitled to `slug` now, whose pinned copy of the ticket's
+/// resource is still the one the console opened.
+async fn serve(
+    state: &ServerState,
+    headers: &HeaderMap,
+    slug: &str,
+    ticket: &str,
+    session: Option<&Session>,
 ) -> Result<Response, Stopped> {
     // Only as a frame: a browser says where a response goes, and a top-level visit (a link
     // to the frame route, or a page opening it in a new tab) is not an app in the console.
@@ -101,49 +145,71 @@ pub async fn frame(
             "This address only works inside the console. Open the app from the console.",
         ));
     }
-    // Only the console starts a frame load: a page that reloads or navigates itself is a
-    // cross-site initiator (an opaque origin), and gets an inert page. (Its request carries
-    // no session cookie either: SameSite=Lax keeps it home.)
-    if headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|site| site != "same-origin")
+    // On the console's origin, only the console starts a frame load: a page that reloads
+    // or navigates itself is a cross-site initiator (an opaque origin), and gets an inert
+    // page. (On the sandbox origin every load is cross-site; the spent ticket stops those.)
+    if session.is_some()
+        && headers
+            .get("sec-fetch-site")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|site| site != "same-origin")
     {
         return Err(Stopped::page(
             StatusCode::FORBIDDEN,
             "This app was stopped: it tried to load a page by itself. Open the app again from the console.",
         ));
     }
-    let pool = &state.app.pool;
-    // The person, the entitlement and the pin's identity (no bytes) at once, and with the
-    // session itself when whose it is can be guessed. The app session (ticket) names the
-    // resource; it is spent only once everything else holds.
-    let (tickets, slug_ref, ticket_ref, memos) = (
-        &state.app.frame_tickets,
-        slug.as_str(),
-        ticket.as_str(),
-        &state.memos,
-    );
-    let read = |person: SessionPerson| async move {
-        let named = tickets.peek(ticket_ref, person.user_id, slug_ref);
-        let pin_head = async {
-            match &named {
-                Some(uri) => memos.pin_head(pool, person.user_id, slug_ref, uri).await,
+    let verified = state.app.frame_tickets.verify(ticket, slug);
+    let refused = |why: tickets::Refused| {
+        tracing::warn!(server.slug = %slug, ticket.refused = %why, "a frame load without a valid app session; served an inert document");
+        Stopped::inert(NOT_OPENED)
+    };
+    let (pool, memos) = (&state.app.pool, &state.memos);
+    let uri = verified.as_ref().ok().map(|claims| claims.uri.as_str());
+    // For a person: their row, their entitlement, their pin's identity, all at once.
+    let read = |person: Uuid| async move {
+        let head = async {
+            match uri {
+                Some(uri) => memos.pin_head(pool, person, slug, uri).await,
                 None => Ok(None),
             }
         };
-        let (user, server, head) = tokio::join!(
-            memos.user(pool, person.user_id),
-            memos.entitled(pool, person.user_id, slug_ref),
-            pin_head,
-        );
-        (named, user, server, head)
+        tokio::join!(
+            memos.user(pool, person),
+            memos.entitled(pool, person, slug),
+            head
+        )
     };
-    let (person, (named, user, server, head)) = prefetch::with_person(&state.hints, &session, read)
-        .await
-        .map_err(AppError::internal)?
-        .ok_or(AppError::Unauthorized)?;
-    let ctx = person_context(&session, person, user).await?;
+    // Any use of a well-signed ticket spends it, right or wrong, beside the reads.
+    let spend = async {
+        match &verified {
+            Ok(claims) => Some(tickets::spend(pool, claims).await),
+            Err(_) => None,
+        }
+    };
+    // Whose frame load it is: on the console's origin the session's person, checked first
+    // (signed in, 401; entitled, 403 — alike for a slug that does not exist); on the
+    // sandbox origin, the ticket's.
+    let (person, (user, server, head), spent) = match session {
+        Some(session) => {
+            let (found, spent) = tokio::join!(
+                prefetch::with_person(&state.hints, session, |p| read(p.user_id)),
+                spend
+            );
+            let (found, reads) = found
+                .map_err(AppError::internal)?
+                .ok_or(AppError::Unauthorized)?;
+            (found.user_id, reads, spent)
+        }
+        None => {
+            let person = verified.as_ref().map_err(|why| refused(*why))?.person;
+            let (reads, spent) = tokio::join!(read(person), spend);
+            (person, reads, spent)
+        }
+    };
+    if user?.is_none() {
+        return Err(AppError::Unauthorized.into());
+    }
     let server = server?;
     if !server.approves(Capability::Apps) {
         return Err(Stopped::page(
@@ -151,49 +217,30 @@ pub async fn frame(
             "This server is not approved to show apps.",
         ));
     }
-    // The app session: issued by the console for this person, this server and one frame
-    // load. The resource it names is the one served, whatever the address says.
-    let spent = state.app.frame_tickets.redeem(&ticket, ctx.user.id, &slug);
-    let Some(uri) = spent.filter(|uri| Some(uri) == named.as_ref()) else {
-        tracing::warn!(server.slug = %slug, "a frame load without a valid app session; served an inert document");
-        return Err(Stopped::inert(
-            "This app was stopped: it tried to load a second document, or this frame was not opened by the console. Open the app again from the console.",
-        ));
-    };
+    let claims = verified.map_err(refused)?;
+    if claims.person != person {
+        tracing::warn!(server.slug = %slug, "a frame load with another person's app session; served an inert document");
+        return Err(Stopped::inert(NOT_OPENED));
+    }
+    if !spent.transpose()?.unwrap_or(false) {
+        tracing::warn!(server.slug = %slug, "a frame load with a spent app session; served an inert document");
+        return Err(Stopped::inert(NOT_OPENED));
+    }
+    // The copy the console opened, and no other: a refresh since needs a new open.
+    let head = head?
+        .filter(|head| head.sha256 == claims.sha256)
+        .ok_or_else(|| Stopped::page(StatusCode::CONFLICT, CHANGED))?;
+    let uri = &claims.uri;
+    let on_sandbox = session.is_none();
     // A prepared copy of exactly this pin row version is served from memory; anything else
     // is read, checked and prepared again.
-    let head = head?;
-    if let Some(head) = &head
-        && let Some(prepared) = state.frames.get(ctx.user.id, &slug, &uri, &head.version)
-    {
-        return Ok(prepared.response());
+    if let Some(prepared) = state.frames.get(person, slug, uri, &head.version) {
+        return Ok(prepared.response(on_sandbox));
     }
-    let pin = match head {
-        Some(_) => pins::get(pool, ctx.user.id, &slug, &uri)
-            .await?
-            .ok_or_else(|| Stopped::page(StatusCode::NOT_FOUND, "This app is no longer pinned."))?,
-        // The first open pins (a load started by another site was stopped above).
-        None => {
-            let actor = ctx.actor();
-            let pinned = pins::pin(
-                pool,
-                &state.app.hub,
-                &server,
-                &uri,
-                &actor,
-                ctx.user.id,
-                AuditEvent::AppPinned,
-            );
-            match pinned.await {
-                Ok(pin) => pin,
-                Err(pins::PinError::Database(error)) => return Err(error.into()),
-                Err(error) => {
-                    let told = error.for_person(&slug, ctx.user.id);
-                    return Err(Stopped::page(StatusCode::BAD_GATEWAY, told));
-                }
-            }
-        }
-    };
+    let pin = pins::get(pool, person, slug, uri)
+        .await?
+        .filter(|pin| pin.sha256 == claims.sha256)
+        .ok_or_else(|| Stopped::page(StatusCode::CONFLICT, CHANGED))?;
     if !pin.is_intact() {
         tracing::error!(server.slug = %slug, app.uri = %uri, "a pinned app's bytes no longer match its digest");
         return Err(Stopped::page(
@@ -224,12 +271,15 @@ pub async fn frame(
         csp,
     });
     // The version read with the bytes: a row changed since is prepared again next time.
-    if let Ok(Some(head)) = pins::head(pool, ctx.user.id, &slug, &uri).await
+    if let Ok(Some(head)) = pins::head(pool, person, slug, uri).await
         && head.sha256 == pin.sha256
     {
         state
             .frames
-            .put(ctx.user.id, &slug, &uri, head.version, prepared.clone());
+            .put(person, slug, uri, head.version, prepared.clone());
     }
-    Ok(prepared.response())
+    Ok(prepared.response(on_sandbox))
 }
+
+const NOT_OPENED: &str = "This app was stopped: it tried to load a second document, or this frame was not opened by the console. Open the app again from the console.";
+const CHANGED: &str = "Your pinned copy of this app changed since it was opened. Open the app again from the console.";

@@ -12,7 +12,9 @@ pub struct PreparedFrame {
 }
 
 impl PreparedFrame {
-    pub(super) fn response(&self) -> Response {
+    /// The frame's response; on the sandbox origin the CSP's `frame-ancestors` alone names
+    /// the console (`X-Frame-Options` cannot name another origin).
+    pub(super) fn response(&self, on_sandbox: bool) -> Response {
         let mut response = self.body.clone().into_response();
         let h = response.headers_mut();
         h.insert(
@@ -26,10 +28,12 @@ impl PreparedFrame {
             HeaderValue::from_static("no-referrer"),
         );
         // Framed by the console only (the CSP's frame-ancestors says the same).
-        h.insert(
-            header::X_FRAME_OPTIONS,
-            HeaderValue::from_static("SAMEORIGIN"),
-        );
+        if !on_sandbox {
+            h.insert(
+                header::X_FRAME_OPTIONS,
+                HeaderValue::from_static("SAMEORIGIN"),
+            );
+        }
         response
     }
 }

@@ -21,6 +21,7 @@ mod host_actions;
 mod resources;
 
 pub use app_log::LINES_PER_SECOND as LOG_LINES_PER_SECOND;
+pub use frame::sandbox_frame;
 pub use frame_cache::FrameCache;
 
 use app::auth::ssr::context::RequestContext;

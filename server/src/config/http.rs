@@ -12,6 +12,7 @@ pub const DEFAULT_BIND: &str = "127.0.0.1:3000";
 
 pub(super) const S_BIND: &str = "STRAD_BIND (http.bind)";
 pub(super) const S_PUBLIC_URL: &str = "STRAD_PUBLIC_URL (http.public_url)";
+pub(super) const S_INSTANCE: &str = "STRAD_INSTANCE (http.instance)";
 
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
@@ -19,6 +20,11 @@ pub struct HttpConfig {
     /// The origin people reach the console at; sign-in redirects and cookie `Secure` follow
     /// it. Always scheme + host (+ port), no path.
     pub public_url: Url,
+    /// Where app frames are served from when not the console's origin (`config::sandbox`).
+    pub sandbox_origin: Option<Url>,
+    /// This instance's name among several (`STRAD_INSTANCE`): the prefix of the `/mcp`
+    /// session ids it hands out, which a load balancer routes on.
+    pub instance: Option<String>,
 }
 
 impl HttpConfig {
@@ -30,6 +36,13 @@ impl HttpConfig {
     pub fn public_origin(&self) -> String {
         self.public_url.origin().ascii_serialization()
     }
+
+    /// The sandbox origin as `scheme://host[:port]`, when frames are served from one.
+    pub fn sandbox(&self) -> Option<String> {
+        self.sandbox_origin
+            .as_ref()
+            .map(|url| url.origin().ascii_serialization())
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -37,6 +50,9 @@ impl HttpConfig {
 pub(super) struct FileHttp {
     bind: Option<String>,
     public_url: Option<String>,
+    instance: Option<String>,
+    /// Read by `config::sandbox`, once the sign-in mode is known.
+    pub(super) sandbox_origin: Option<String>,
 }
 
 pub(super) fn load(file: FileHttp, env: &Environment) -> Result<HttpConfig, ConfigError> {
@@ -59,7 +75,29 @@ pub(super) fn load(file: FileHttp, env: &Environment) -> Result<HttpConfig, Conf
         }
         None => parse_public_url(&format!("http://{bind}"))?,
     };
-    Ok(HttpConfig { bind, public_url })
+    let instance = env.var("STRAD_INSTANCE").or(file.instance);
+    if let Some(name) = &instance
+        && !is_instance_name(name)
+    {
+        return Err(bad(
+            S_INSTANCE,
+            format!("`{name}` is not 1–32 of a-z, 0-9 and -"),
+        ));
+    }
+    Ok(HttpConfig {
+        bind,
+        public_url,
+        sandbox_origin: None,
+        instance,
+    })
+}
+
+/// An instance name: it starts `/mcp` session ids, so it is plain and short.
+fn is_instance_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 fn parse_public_url(raw: &str) -> Result<Url, ConfigError> {

@@ -17,10 +17,12 @@ use uuid::Uuid;
 /// sweep outpaces the table's growth.
 const SWEEP_PER_CHECK: usize = 2;
 
-/// A token bucket per person: `rate` a second on average, bursts of `burst`.
+/// A token bucket per person: `rate` a second on average, bursts of `burst`, shared out
+/// among the live instances (`instances::Live`).
 pub struct RateLimits {
     rate: f64,
     burst: f64,
+    instances: crate::instances::Live,
     buckets: Mutex<Buckets>,
 }
 
@@ -67,8 +69,22 @@ impl RateLimits {
         Self {
             rate,
             burst,
+            instances: crate::instances::Live::default(),
             buckets: Mutex::default(),
         }
+    }
+
+    /// The same limits, this instance's share of them: divided by the live instances.
+    pub fn shared(mut self, instances: &crate::instances::Live) -> Self {
+        self.instances = instances.clone();
+        self
+    }
+
+    /// This instance's rate and burst (a burst of at least one, so a person is never
+    /// refused everything).
+    fn share(&self) -> (f64, f64) {
+        let n = f64::from(self.instances.count());
+        (self.rate / n, (self.burst / n).max(1.0))
     }
 
     /// Whether `person` may make one more request now (and counts it when so).
@@ -77,7 +93,7 @@ impl RateLimits {
     }
 
     fn allow_at(&self, person: Uuid, now: Instant) -> bool {
-        let (rate, burst) = (self.rate, self.burst);
+        let (rate, burst) = self.share();
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let Buckets { by_person, sweep } = &mut *buckets;
         for _ in 0..SWEEP_PER_CHECK.min(sweep.len()) {

@@ -15,7 +15,7 @@ use app::servers::ssr::client::Hub;
 use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
+    LocalSessionManager, LocalSessionManagerError, LocalSessionWorker, create_local_session,
 };
 use rmcp::transport::streamable_http_server::session::{
     ServerSseMessage, SessionId, SessionManager,
@@ -81,6 +81,9 @@ pub enum SessionsError {
 
 pub struct Sessions {
     local: LocalSessionManager,
+    /// `<instance>.` before every id this instance hands out (empty without an instance
+    /// name), so a load balancer can send each request to the instance holding its session.
+    prefix: String,
     open: RwLock<HashMap<SessionId, Arc<Open>>>,
     slots: Arc<Semaphore>,
     parent: Arc<Hub>,
@@ -90,11 +93,12 @@ pub struct Sessions {
 impl Sessions {
     /// At most `max` sessions at once, each closed after `idle` without a request; the
     /// sweeper runs as long as the sessions are in use.
-    pub fn new(parent: Arc<Hub>, max: usize, idle: Duration) -> Arc<Self> {
+    pub fn new(parent: Arc<Hub>, max: usize, idle: Duration, instance: Option<&str>) -> Arc<Self> {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = None;
         let sessions = Arc::new(Self {
             local,
+            prefix: instance.map(|name| format!("{name}.")).unwrap_or_default(),
             open: RwLock::default(),
             slots: Arc::new(Semaphore::new(max)),
             parent,
@@ -169,7 +173,17 @@ impl SessionManager for Sessions {
             .clone()
             .try_acquire_owned()
             .map_err(|_| SessionsError::Full)?;
-        let (id, transport) = self.local.create_session().await?;
+        let (id, transport) = if self.prefix.is_empty() {
+            self.local.create_session().await?
+        } else {
+            // The local manager's own session, under an id that names this instance (an
+            // id of another instance is not in its table: 404).
+            let id = SessionId::from(format!("{}{}", self.prefix, uuid::Uuid::new_v4()));
+            let (handle, worker) =
+                create_local_session(id.clone(), self.local.session_config.clone());
+            self.local.sessions.write().await.insert(id.clone(), handle);
+            (id, WorkerTransport::spawn(worker))
+        };
         let requests = Arc::new(InFlight::default());
         let open = Arc::new(Open {
             hub: Arc::new(self.parent.sibling()),
@@ -284,7 +298,28 @@ mod tests {
     fn sessions(max: usize, idle: Duration) -> Arc<Sessions> {
         let (changes, _) = tokio::sync::mpsc::unbounded_channel();
         let hub = Arc::new(Hub::new(HubSettings::default(), changes));
-        Sessions::new(hub, max, idle)
+        Sessions::new(hub, max, idle, None)
+    }
+
+    #[tokio::test]
+    async fn an_instance_names_its_sessions_and_knows_no_other_instances() {
+        let (changes, _) = tokio::sync::mpsc::unbounded_channel();
+        let hub = Arc::new(Hub::new(HubSettings::default(), changes));
+        let a = Sessions::new(hub.clone(), 4, IDLE, Some("a"));
+        let b = Sessions::new(hub, 4, IDLE, Some("b"));
+        let (id, _transport) = a.create_session().await.unwrap();
+        assert!(id.starts_with("a."), "{id}");
+        assert!(a.has_session(&id).await.unwrap());
+        assert!(a.get(&id).is_some());
+        let bare = SessionId::from(id.strip_prefix("a.").unwrap());
+        assert!(!a.has_session(&bare).await.unwrap(), "only the named id");
+        assert!(b.get(&id).is_none());
+        let (other, _transport) = b.create_session().await.unwrap();
+        let as_a = SessionId::from(format!("a.{}", other.strip_prefix("b.").unwrap()));
+        assert!(!a.has_session(&as_a).await.unwrap());
+        assert!(!a.has_session(&other).await.unwrap());
+        a.close_session(&id).await.unwrap();
+        assert!(!a.has_session(&id).await.unwrap());
     }
 
     fn is_open(sessions: &Sessions, id: &SessionId) -> bool {

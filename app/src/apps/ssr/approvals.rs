@@ -39,6 +39,15 @@ impl ApprovalSecret {
     fn mac(&self) -> Hmac<Sha256> {
         Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes a key of any length")
     }
+
+    /// A key for another purpose, derived under `label` (HMAC-SHA-256 of the label), so
+    /// every instance holding this secret derives the same one and neither key reveals the
+    /// other.
+    pub fn derive(&self, label: &[u8]) -> [u8; 32] {
+        let mut mac = self.mac();
+        mac.update(label);
+        mac.finalize().into_bytes().into()
+    }
 }
 
 impl fmt::Debug for ApprovalSecret {

@@ -1,208 +1,323 @@
 //! Frame tickets: the app session a frame load is bound to (SPEC §6). The console issues one
-//! each time it opens an app for a person; the frame route accepts it once, for that person
-//! and that server, within a few minutes, and serves the resource the ticket names. A page
-//! cannot make one: it never sees the console's pages, and the ticket in its own address is
-//! spent — a reload, a `location = …` or a forged ticket gets an inert document.
+//! each time it opens an app for a person; the frame route accepts it once, on any instance,
+//! for that person, that server, that resource and that pinned copy, within `TTL_SECONDS`.
+//!
+//! A ticket is `<payload>.<mac>` (both base64url): the payload names the person, the slug,
+//! the resource URI, the pinned copy's SHA-256, a random nonce and the expiry, and the MAC is
+//! an HMAC-SHA-256 over it under a key every instance derives from the shared approval key.
+//! Verifying is pure and needs no database, so a forged ticket costs nothing; spending
+//! inserts the nonce into `frame_ticket_spends`, and a second spend of the same nonce — a
+//! reload, a `location = …`, a replay on another instance — conflicts and is refused.
+//!
+//! A page cannot make one: it never sees the console's pages, and the ticket in its own
+//! address is spent. The ticket is the only credential the sandbox origin reads (it has no
+//! cookie), so it carries everything the frame route needs to know whose copy to serve.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use rand::RngCore;
+use sha2::Sha256;
+use sqlx::PgPool;
 use uuid::Uuid;
 
-/// How long an issued ticket waits for its frame to load.
-const TTL: Duration = Duration::from_secs(300);
-/// Tickets held at once, all people together; past it, the oldest go.
-const MAX: usize = 100_000;
-/// Tickets one person holds at once (a console tab holds one per open app); past it, that
-/// person's oldest go, so one person opening apps in a loop cannot crowd out everyone else's.
-const PER_PERSON: usize = 32;
+use super::approvals::ApprovalSecret;
 
-struct Ticket {
-    user: Uuid,
-    slug: String,
-    uri: String,
-    issued: Instant,
+/// How long an issued ticket waits for its frame to load, in seconds.
+pub const TTL_SECONDS: i64 = 300;
+
+const VERSION: u8 = 1;
+/// What the ticket key is derived under, so it is never the approval key itself.
+const KEY_LABEL: &[u8] = b"strad-frame-ticket-key-v1";
+/// Bytes before the slug: version, person, nonce, expiry, digest, slug length.
+const FIXED: usize = 1 + 16 + 16 + 8 + 32 + 1;
+/// The longest ticket accepted (a resource URI is short; this bounds the work a forged one
+/// can cause before its MAC is checked).
+const MAX_TICKET_CHARS: usize = 4096;
+
+/// What a verified ticket says: whose frame load it is and of what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claims {
+    pub person: Uuid,
+    pub slug: String,
+    pub uri: String,
+    /// The pinned copy's SHA-256 (lowercase hex) the console opened.
+    pub sha256: String,
+    pub nonce: [u8; 16],
+    /// Unix seconds.
+    pub expires_at: i64,
 }
 
-/// The live tickets, and each person's and everyone's in the order they were issued: the
-/// oldest are found at the front, never by scanning the whole store. (A spent ticket's id
-/// stays in the queues until it reaches the front, where it is skipped.)
-#[derive(Default)]
-struct Held {
-    tickets: HashMap<String, Ticket>,
-    issued: VecDeque<String>,
-    by_person: HashMap<Uuid, VecDeque<String>>,
+/// Why a ticket was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("not a ticket")]
+    Malformed,
+    #[error("not signed by this console")]
+    Mismatch,
+    #[error("for another server")]
+    OtherServer,
+    #[error("expired")]
+    Expired,
 }
 
-impl Held {
-    fn insert(&mut self, id: String, ticket: Ticket) {
-        let user = ticket.user;
-        let mine = self.by_person.entry(user).or_default();
-        mine.push_back(id.clone());
-        while mine.len() > PER_PERSON {
-            if let Some(oldest) = mine.pop_front() {
-                self.tickets.remove(&oldest);
-            }
-        }
-        self.issued.push_back(id.clone());
-        self.tickets.insert(id, ticket);
-        while self.tickets.len() > MAX || self.issued.len() > 2 * MAX {
-            let Some(oldest) = self.issued.pop_front() else {
-                break;
-            };
-            if let Some(gone) = self.tickets.remove(&oldest) {
-                self.forget_of(gone.user, &oldest);
-            }
-        }
-        // Expired and spent ids at the front of everyone's queue go as they are passed.
-        while let Some(front) = self.issued.front() {
-            match self.tickets.get(front) {
-                Some(t) if t.issued.elapsed() < TTL => break,
-                _ => {
-                    let front = self.issued.pop_front().unwrap_or_default();
-                    if let Some(gone) = self.tickets.remove(&front) {
-                        self.forget_of(gone.user, &front);
-                    }
-                }
-            }
-        }
-    }
-
-    fn remove(&mut self, id: &str) -> Option<Ticket> {
-        let ticket = self.tickets.remove(id)?;
-        self.forget_of(ticket.user, id);
-        Some(ticket)
-    }
-
-    /// Takes `id` out of `user`'s queue (a person's queue is at most `PER_PERSON` long).
-    fn forget_of(&mut self, user: Uuid, id: &str) {
-        if let Some(mine) = self.by_person.get_mut(&user) {
-            mine.retain(|t| t != id);
-            if mine.is_empty() {
-                self.by_person.remove(&user);
-            }
-        }
-    }
+/// The key tickets are signed with. Never serialized, never printed.
+pub struct FrameTickets {
+    key: [u8; 32],
 }
 
-#[derive(Default)]
-pub struct FrameTickets(Mutex<Held>);
+impl std::fmt::Debug for FrameTickets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FrameTickets([redacted])")
+    }
+}
 
 impl FrameTickets {
-    /// A fresh ticket (128 random bits, hex) for `user` to load `uri` of `slug` once.
-    pub fn issue(&self, user: Uuid, slug: &str, uri: &str) -> String {
-        let ticket = format!("{:032x}", rand::random::<u128>());
-        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        held.insert(
-            ticket.clone(),
-            Ticket {
-                user,
-                slug: slug.to_owned(),
-                uri: uri.to_owned(),
-                issued: Instant::now(),
-            },
-        );
-        ticket
+    /// Tickets keyed from the approval key every instance shares (`approval_store`).
+    pub fn new(secret: &ApprovalSecret) -> Self {
+        Self {
+            key: secret.derive(KEY_LABEL),
+        }
     }
 
-    /// The resource a live ticket of `user` for `slug` names, without spending it.
-    pub fn peek(&self, ticket: &str, user: Uuid, slug: &str) -> Option<String> {
-        let held = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let found = held.tickets.get(ticket)?;
-        (found.user == user && found.slug == slug && found.issued.elapsed() < TTL)
-            .then(|| found.uri.clone())
+    fn mac(&self) -> Hmac<Sha256> {
+        Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes a key of any length")
     }
 
-    /// Spends `ticket`: the resource URI it was issued for, when it is unspent, unexpired and
-    /// was issued to `user` for `slug`. Any use spends it, right or wrong.
-    pub fn redeem(&self, ticket: &str, user: Uuid, slug: &str) -> Option<String> {
-        let found = self
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(ticket)?;
-        (found.user == user && found.slug == slug && found.issued.elapsed() < TTL)
-            .then_some(found.uri)
+    /// A fresh ticket for `person` to load `uri` of `slug` once, as pinned with `sha256`.
+    /// `None` when `sha256` is not a SHA-256 in hex or the slug is longer than 255 bytes.
+    pub fn issue(&self, person: Uuid, slug: &str, uri: &str, sha256: &str) -> Option<String> {
+        self.issue_at(person, slug, uri, sha256, now())
     }
+
+    pub fn issue_at(
+        &self,
+        person: Uuid,
+        slug: &str,
+        uri: &str,
+        sha256: &str,
+        now: i64,
+    ) -> Option<String> {
+        let digest: [u8; 32] = hex::decode(sha256).ok()?.try_into().ok()?;
+        let slug_len = u8::try_from(slug.len()).ok()?;
+        let mut nonce = [0u8; 16];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let mut payload = Vec::with_capacity(FIXED + slug.len() + uri.len());
+        payload.push(VERSION);
+        payload.extend_from_slice(person.as_bytes());
+        payload.extend_from_slice(&nonce);
+        payload.extend_from_slice(&now.saturating_add(TTL_SECONDS).to_be_bytes());
+        payload.extend_from_slice(&digest);
+        payload.push(slug_len);
+        payload.extend_from_slice(slug.as_bytes());
+        payload.extend_from_slice(uri.as_bytes());
+        let mut mac = self.mac();
+        mac.update(&payload);
+        let tag = mac.finalize().into_bytes();
+        Some(format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        ))
+    }
+
+    /// The claims of `ticket` for a load of `slug`'s frame, when this console signed it and
+    /// it has not expired. The MAC is checked (in constant time) before anything it covers
+    /// is read. Spends nothing: see `spend`.
+    pub fn verify(&self, ticket: &str, slug: &str) -> Result<Claims, Refused> {
+        self.verify_at(ticket, slug, now())
+    }
+
+    pub fn verify_at(&self, ticket: &str, slug: &str, now: i64) -> Result<Claims, Refused> {
+        if ticket.len() > MAX_TICKET_CHARS {
+            return Err(Refused::Malformed);
+        }
+        let (payload, tag) = ticket.split_once('.').ok_or(Refused::Malformed)?;
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| Refused::Malformed)?;
+        let tag = URL_SAFE_NO_PAD
+            .decode(tag)
+            .map_err(|_| Refused::Malformed)?;
+        let mut mac = self.mac();
+        mac.update(&payload);
+        mac.verify_slice(&tag).map_err(|_| Refused::Mismatch)?;
+        let claims = decode(&payload).ok_or(Refused::Malformed)?;
+        if claims.slug != slug {
+            return Err(Refused::OtherServer);
+        }
+        if now >= claims.expires_at {
+            return Err(Refused::Expired);
+        }
+        Ok(claims)
+    }
+}
+
+/// The claims of a payload this console signed (its layout is `issue_at`'s).
+fn decode(payload: &[u8]) -> Option<Claims> {
+    if payload.len() < FIXED || payload[0] != VERSION {
+        return None;
+    }
+    let person = Uuid::from_bytes(payload[1..17].try_into().ok()?);
+    let nonce: [u8; 16] = payload[17..33].try_into().ok()?;
+    let expires_at = i64::from_be_bytes(payload[33..41].try_into().ok()?);
+    let sha256 = hex::encode(&payload[41..73]);
+    let slug_len = usize::from(payload[73]);
+    let rest = &payload[FIXED..];
+    if rest.len() < slug_len {
+        return None;
+    }
+    let (slug, uri) = rest.split_at(slug_len);
+    Some(Claims {
+        person,
+        slug: String::from_utf8(slug.to_vec()).ok()?,
+        uri: String::from_utf8(uri.to_vec()).ok()?,
+        sha256,
+        nonce,
+        expires_at,
+    })
+}
+
+/// Spends a verified ticket: `true` the first time on any instance, `false` ever after.
+pub async fn spend(pool: &PgPool, claims: &Claims) -> Result<bool, sqlx::Error> {
+    let spent = sqlx::query!(
+        "INSERT INTO frame_ticket_spends (nonce, expires_at) VALUES ($1, to_timestamp($2))
+         ON CONFLICT (nonce) DO NOTHING",
+        &claims.nonce[..],
+        claims.expires_at as f64,
+    )
+    .execute(pool)
+    .await?;
+    Ok(spent.rows_affected() == 1)
+}
+
+/// Forgets spends whose tickets have expired (they can no longer verify). Returns how many.
+pub async fn prune(pool: &PgPool) -> Result<u64, sqlx::Error> {
+    let pruned = sqlx::query!("DELETE FROM frame_ticket_spends WHERE expires_at < now()")
+        .execute(pool)
+        .await?;
+    Ok(pruned.rows_affected())
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_ticket_is_spent_once_by_its_person_for_its_server() {
-        let tickets = FrameTickets::default();
-        let (alice, bob) = (Uuid::new_v4(), Uuid::new_v4());
-        let t = tickets.issue(alice, "clock", "ui://clock/app.html");
-        assert_eq!(t.len(), 32);
-        assert_eq!(tickets.peek(&t, bob, "clock"), None);
-        assert_eq!(tickets.peek(&t, alice, "other"), None);
-        assert_eq!(
-            tickets.peek(&t, alice, "clock").as_deref(),
-            Some("ui://clock/app.html"),
-            "peeking spends nothing"
-        );
-        assert_eq!(
-            tickets.redeem(&t, alice, "clock").as_deref(),
-            Some("ui://clock/app.html")
-        );
-        assert_eq!(tickets.redeem(&t, alice, "clock"), None, "spent");
+    const DIGEST: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
-        let t = tickets.issue(alice, "clock", "ui://clock/app.html");
-        assert_eq!(tickets.redeem(&t, bob, "clock"), None, "another person");
-        assert_eq!(
-            tickets.redeem(&t, alice, "clock"),
-            None,
-            "a wrong use spends it"
-        );
-
-        let t = tickets.issue(alice, "clock", "ui://clock/app.html");
-        assert_eq!(tickets.redeem(&t, alice, "other"), None, "another server");
-        assert_eq!(
-            tickets.redeem("0123456789abcdef0123456789abcdef", alice, "clock"),
-            None
-        );
+    fn tickets(key: &[u8]) -> FrameTickets {
+        FrameTickets::new(&ApprovalSecret::new(key.to_vec()).unwrap())
     }
 
     #[test]
-    fn tickets_differ_and_the_store_stays_bounded() {
-        let tickets = FrameTickets::default();
-        let user = Uuid::new_v4();
-        let a = tickets.issue(user, "s", "ui://s/a");
-        let b = tickets.issue(user, "s", "ui://s/a");
-        assert_ne!(a, b);
-        for i in 0..(MAX + 10) {
-            // Many people, so the store's own bound is what holds.
-            tickets.issue(Uuid::from_u128(i as u128), "s", "ui://s/a");
-        }
-        let held = tickets.0.lock().unwrap();
-        assert!(held.tickets.len() <= MAX);
-        assert!(held.issued.len() <= 2 * MAX);
-    }
-
-    #[test]
-    fn a_person_holds_a_bounded_number_and_loses_their_oldest_first() {
-        let tickets = FrameTickets::default();
-        let (alice, bob) = (Uuid::new_v4(), Uuid::new_v4());
-        let bobs = tickets.issue(bob, "s", "ui://s/b");
-        let first = tickets.issue(alice, "s", "ui://s/a");
-        let mut last = String::new();
-        for _ in 0..PER_PERSON {
-            last = tickets.issue(alice, "s", "ui://s/a");
-        }
-        assert_eq!(
-            tickets.peek(&first, alice, "s"),
-            None,
-            "alice's oldest went"
-        );
-        assert!(tickets.peek(&last, alice, "s").is_some());
+    fn a_ticket_carries_its_claims_to_any_instance_with_the_same_key() {
+        let (a, b) = (tickets(&[7; 32]), tickets(&[7; 32]));
+        let alice = Uuid::new_v4();
+        let t = a
+            .issue_at(alice, "clock", "ui://clock/app.html", DIGEST, 1_000)
+            .unwrap();
+        let claims = b.verify_at(&t, "clock", 1_001).unwrap();
+        assert_eq!(claims.person, alice);
+        assert_eq!(claims.slug, "clock");
+        assert_eq!(claims.uri, "ui://clock/app.html");
+        assert_eq!(claims.sha256, DIGEST);
+        assert_eq!(claims.expires_at, 1_000 + TTL_SECONDS);
+        let again = a
+            .issue_at(alice, "clock", "ui://clock/app.html", DIGEST, 1_000)
+            .unwrap();
+        assert_ne!(t, again, "each ticket has its own nonce");
         assert!(
-            tickets.peek(&bobs, bob, "s").is_some(),
-            "bob's is untouched"
+            t.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')),
+            "a ticket is one path segment: {t}"
         );
-        let held = tickets.0.lock().unwrap();
-        assert_eq!(held.by_person[&alice].len(), PER_PERSON);
+    }
+
+    #[test]
+    fn a_ticket_is_refused_for_another_server_after_expiry_or_under_another_key() {
+        let a = tickets(&[7; 32]);
+        let t = a
+            .issue_at(
+                Uuid::new_v4(),
+                "clock",
+                "ui://clock/app.html",
+                DIGEST,
+                1_000,
+            )
+            .unwrap();
+        assert_eq!(a.verify_at(&t, "other", 1_001), Err(Refused::OtherServer));
+        assert_eq!(
+            a.verify_at(&t, "clock", 1_000 + TTL_SECONDS),
+            Err(Refused::Expired)
+        );
+        assert_eq!(
+            tickets(&[8; 32]).verify_at(&t, "clock", 1_001),
+            Err(Refused::Mismatch)
+        );
+    }
+
+    #[test]
+    fn a_changed_byte_anywhere_is_refused() {
+        let a = tickets(&[7; 32]);
+        let t = a
+            .issue_at(
+                Uuid::new_v4(),
+                "clock",
+                "ui://clock/app.html",
+                DIGEST,
+                1_000,
+            )
+            .unwrap();
+        let (payload, tag) = t.split_once('.').unwrap();
+        let mut bytes = URL_SAFE_NO_PAD.decode(payload).unwrap();
+        for i in 0..bytes.len() {
+            bytes[i] ^= 1;
+            let forged = format!("{}.{tag}", URL_SAFE_NO_PAD.encode(&bytes));
+            assert_eq!(a.verify_at(&forged, "clock", 1_001), Err(Refused::Mismatch));
+            bytes[i] ^= 1;
+        }
+        for bad in [
+            "",
+            ".",
+            "abc",
+            "a.b.c",
+            &format!("{payload}."),
+            &"a".repeat(5000),
+        ] {
+            assert!(a.verify_at(bad, "clock", 1_001).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_a_sha256_and_a_short_slug_make_a_ticket() {
+        let a = tickets(&[7; 32]);
+        assert!(a.issue_at(Uuid::nil(), "s", "u", "abc", 0).is_none());
+        assert!(
+            a.issue_at(Uuid::nil(), &"s".repeat(256), "u", DIGEST, 0)
+                .is_none()
+        );
+    }
+
+    #[sqlx::test(migrations = "../migrations")]
+    async fn a_ticket_is_spent_once_then_pruned_once_expired(pool: PgPool) {
+        let a = tickets(&[7; 32]);
+        let t = a.issue(Uuid::new_v4(), "clock", "ui://c", DIGEST).unwrap();
+        let claims = a.verify(&t, "clock").unwrap();
+        assert!(spend(&pool, &claims).await.unwrap());
+        assert!(!spend(&pool, &claims).await.unwrap(), "spent");
+        let expired = Claims {
+            nonce: [1; 16],
+            expires_at: 1_000,
+            ..claims
+        };
+        assert!(spend(&pool, &expired).await.unwrap());
+        assert_eq!(prune(&pool).await.unwrap(), 1, "only the expired one goes");
     }
 }

@@ -162,7 +162,12 @@ async fn the_app_page_pins_on_first_open_and_limits_its_frame_to_one_path(pool: 
         .strip_prefix("/apps/widget/frame/")
         .and_then(|rest| rest.strip_suffix("?uri=ui%3A%2F%2Ftest%2Fwidget.html"))
         .unwrap_or_else(|| panic!("unexpected frame address {src}"));
-    assert!(ticket.len() == 32 && ticket.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert!(
+        ticket
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')),
+        "a signed ticket is one path segment: {ticket}"
+    );
     assert!(page.contains("sandbox=\"allow-scripts allow-popups allow-popups-to-escape-sandbox\""));
     let pins: i64 = sqlx::query_scalar("SELECT count(*) FROM pins")
         .fetch_one(&app.pool)
@@ -239,7 +244,14 @@ async fn each_app_session_is_served_one_document(pool: PgPool) {
         assert_eq!(response.status(), 409, "{ticket}");
         assert!(!response.text().await.unwrap().contains("<script"));
     }
-    // The wrong use spent it: the widget cannot use it now either.
+    // A ticket signed for another server is refused before anything is read or spent:
+    // it still loads its own server's frame, once.
+    assert_eq!(
+        frame_with(&app, &admin, "widget", &for_widget)
+            .await
+            .status(),
+        200
+    );
     assert_eq!(
         frame_with(&app, &admin, "widget", &for_widget)
             .await

@@ -10,6 +10,7 @@ use std::time::Duration;
 mod authority;
 mod frames_and_pins;
 mod playground;
+mod sandbox_origin;
 mod tool_calls;
 mod upstream_connections;
 
@@ -44,7 +45,7 @@ async fn frame_with(
 async fn frame(app: &TestApp, browser: &reqwest::Client, slug: &str) -> reqwest::Response {
     let ticket = ticket(app, browser, slug)
         .await
-        .unwrap_or_else(|| format!("{:032x}", rand::random::<u128>()));
+        .unwrap_or_else(|| format!("{:032x}.{:032x}", rand::random::<u128>(), 0));
     frame_with(app, browser, slug, &ticket).await
 }
 

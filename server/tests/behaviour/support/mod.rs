@@ -169,6 +169,8 @@ pub async fn spawn_app_with(
     );
     // The demo server is this binary on stdio; a test binary is not strad.
     env.insert("STRAD_DEMO".into(), "off".into());
+    // Frames on the console's origin unless a test asks for the sandbox origin.
+    env.insert("STRAD_SANDBOX_ORIGIN".into(), "off".into());
     for (key, value) in extra_env {
         env.insert(key.to_string(), value.to_string());
     }
