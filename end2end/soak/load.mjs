@@ -12,7 +12,9 @@ export const AUDITED = { 'app call': 'app_tool_call', 'playground call': 'playgr
 
 /** Every request's outcome, with the time it ended (ms since the load started). */
 export class Recorder {
-  constructor(instanceOf) {
+  /** `tag` starts the ids of this recorder's tool calls, so no two recorders share one. */
+  constructor(tag, instanceOf) {
+    this.tag = tag;
     this.instanceOf = instanceOf;
     this.started = Date.now();
     this.records = [];
@@ -39,7 +41,9 @@ function toolOutcome(answer) {
   if (answer.status === 429) return 'rate';
   if (answer.status !== 200) return `status ${answer.status}`;
   try {
-    const result = JSON.parse(answer.body);
+    // The app route answers `{result, actions}`, the playground the result itself.
+    const body = JSON.parse(answer.body);
+    const result = body.result ?? body;
     if (result.isError) return 'body isError';
     return Array.isArray(result.content) ? 'ok' : 'body without content';
   } catch {
@@ -76,7 +80,7 @@ export async function worker(role, index, front, recorder, running) {
   const fromConsole = { origin: front.publicURL, cookie: front.cookie };
   let seq = 0;
   const pick = () => front.slugs[(index + seq) % front.slugs.length];
-  const nextId = () => `${role}-${index}-${(seq += 1)}`;
+  const nextId = () => `${recorder.tag}-${role}-${index}-${(seq += 1)}`;
 
   const toolCall = (kind, path) => async () => {
     const slug = pick();
@@ -171,7 +175,7 @@ async function mcpClient(front, index, via, connectTo, recorder, running) {
     let listed = false;
     while (running() && calls < CALLS_PER_SESSION && failures < GIVE_UP_AFTER) {
       const slug = front.slugs[(index + seq) % front.slugs.length];
-      const id = `mcp-${index}-${(seq += 1)}`;
+      const id = `${recorder.tag}-mcp-${index}-${(seq += 1)}`;
       const message = listed
         ? rpc('tools/call', { name: `${slug}__${front.tools[slug]}`, arguments: { n: id } })
         : rpc('tools/list', {});

@@ -4,7 +4,8 @@
 // upstream server killed and restarted, PostgreSQL restarted, a strad instance killed and
 // restarted. At the end: the tables of docs/benchmarks.md ("Load and faults"); it exits 1
 // when an acknowledged tool call has no audit row (or more than one), or the chain is broken.
-// Loopback only. STRAD_BIN and STRAD_SITE_ROOT name the build (`./x soak` chooses them).
+// Loopback only. STRAD_BIN and STRAD_SITE_ROOT name the build (`./x soak` chooses them);
+// SOAK_WORKERS the concurrency (24); SOAK_FAULTS a subset of `upstream,postgres,strad`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
@@ -66,11 +67,13 @@ async function main() {
     say(`strad ${binary} (site ${siteRoot}), instances a :${portA} and b :${portB}, nginx :${front}, database ${database}, logs in ${work}`);
 
     const person = await setUp(instances[0], publicURL, front, examples);
-    await firstOfEach(person);
+    const probe = await firstOfEach(person);
     const memory = instances.map((instance) => ({ name: instance.name, before: rssMiB(instance.pid) }));
 
     const instanceOf = (address) => ({ [`127.0.0.1:${portA}`]: 'a', [`127.0.0.1:${portB}`]: 'b' })[address] ?? address;
-    const recorder = new Recorder(instanceOf);
+    const recorder = new Recorder('load', instanceOf);
+    // The first calls are acknowledged calls too: their rows are checked with the load's.
+    for (const [kind, ids] of Object.entries(probe.acknowledged)) recorder.acknowledged[kind].push(...ids);
     const loadEnd = seconds * 1000;
     const running = () => recorder.now() < loadEnd;
     say(`${workers} workers for ${seconds} s; faults at ${[0.2, 0.45, 0.7].map((f) => Math.round(f * seconds)).join(', ')} s`);
@@ -195,7 +198,7 @@ async function setUp(first, publicURL, front, examples) {
 /** One request of every kind must succeed before the load starts: a set-up mistake shows
  * here, with the answer, rather than as a table of failures. */
 async function firstOfEach(person) {
-  const probe = new Recorder(() => undefined);
+  const probe = new Recorder('first', () => undefined);
   const needs = { app: ['app call'], playground: ['playground call'], frame: ['app open', 'frame load'], mcp: ['mcp initialize', 'mcp tools/list', 'mcp tools/call'] };
   await Promise.all(Object.entries(needs).map(([role, kinds], i) => worker(role, i, person, probe, () => {
     const mine = probe.records.filter((r) => kinds.includes(r.kind));
@@ -203,6 +206,7 @@ async function firstOfEach(person) {
   })));
   const bad = probe.records.filter((r) => r.outcome !== 'ok');
   if (bad.length || probe.records.length < 7) throw new Error(`the first requests failed: ${JSON.stringify(probe.records)}`);
+  return probe;
 }
 
 /** The three faults in turn, each at its share of the load's time; their start and end
@@ -221,16 +225,17 @@ async function injectFaults(recorder, upstream, instance, loadEnd) {
     say(`${name}: back after ${((end - start) / 1000).toFixed(1)} s`);
     faults.push({ name, start, end });
   };
+  const chosen = (process.env.SOAK_FAULTS ?? 'upstream,postgres,strad').split(',');
   await at(0.2);
-  await fault(`upstream \`${upstream.slug}\` killed, restarted after ${DOWN_MS / 1000} s`, async () => {
+  if (chosen.includes('upstream')) await fault(`upstream \`${upstream.slug}\` killed, restarted after ${DOWN_MS / 1000} s`, async () => {
     await upstream.kill();
     await sleep(DOWN_MS);
     await upstream.start();
   });
   await at(0.45);
-  await fault('PostgreSQL restarted', restartPostgres);
+  if (chosen.includes('postgres')) await fault('PostgreSQL restarted', restartPostgres);
   await at(0.7);
-  await fault(`strad \`${instance.name}\` killed, restarted after ${DOWN_MS / 1000} s`, async () => {
+  if (chosen.includes('strad')) await fault(`strad \`${instance.name}\` killed, restarted after ${DOWN_MS / 1000} s`, async () => {
     await instance.kill();
     await sleep(DOWN_MS);
     await instance.start();
