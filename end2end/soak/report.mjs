@@ -7,15 +7,19 @@ import { psql } from './processes.mjs';
 /** Failures: outcomes other than an answer, a 429, or an `/mcp` session gone (404). */
 const failed = (outcome) => !['ok', 'rate', 'gone'].includes(outcome);
 
+/** How long after a fault's end its failures are counted as its own. */
+const WINDOW_MS = 30_000;
+
 /**
  * Per fault, per kind: the time from the fault's end (`end`, the restart done) to the
  * first success after the kind's last failure in the fault's window (from its start to the
- * next fault's start). 0 when the kind did not fail after the end; `null` when it never
- * succeeded again in the window. The fault's figure is the longest of its kinds.
+ * next fault's start, at most `WINDOW_MS` after its end). 0 when the kind did not fail
+ * after the end; `null` when it never succeeded again in the window. The fault's figure is
+ * the longest of its kinds.
  */
 export function recoveries(records, faults, loadEnd) {
   return faults.map((fault, i) => {
-    const windowEnd = faults[i + 1]?.start ?? loadEnd;
+    const windowEnd = Math.min(faults[i + 1]?.start ?? loadEnd, fault.end + WINDOW_MS);
     const inWindow = records.filter((r) => r.t >= fault.start && r.t < windowEnd);
     const perKind = {};
     for (const kind of KINDS) {
