@@ -10,6 +10,7 @@ pub mod config;
 pub mod db;
 pub mod demo;
 pub mod health;
+pub mod metrics;
 pub mod prefetch;
 pub mod relay;
 pub mod runtime;
