@@ -8,6 +8,8 @@ pub mod audit;
 pub mod auth;
 pub mod entitlements;
 pub mod error;
+#[cfg(feature = "ssr")]
+pub mod metrics;
 pub mod pages;
 pub mod playground;
 pub mod servers;

@@ -14,6 +14,7 @@ mod discovery;
 mod environment;
 mod http;
 mod local_mode;
+mod metrics;
 mod oidc;
 mod rate_limits;
 mod sandbox;
@@ -33,6 +34,7 @@ pub use auth::AuthConfig;
 pub use database::{DEFAULT_DATABASE_URL, DatabaseConfig};
 pub use discovery::DiscoveryConfig;
 pub use http::{DEFAULT_BIND, HttpConfig};
+pub use metrics::{METRICS_TOKEN_MIN_BYTES, MetricsConfig};
 pub use oidc::{AllowedDomains, GOOGLE_ISSUER, OidcConfig, is_domain_name};
 pub use secret::{Secret, redact_url};
 pub use servers::{DeclaredServer, DeclaredTransport};
@@ -64,6 +66,7 @@ pub struct Config {
     /// its commit (`writer::Flush`).
     pub audit_calls_flush: app::audit::ssr::writer::Flush,
     pub approvals: ApprovalsConfig,
+    pub metrics: MetricsConfig,
     /// Local mode declares strad's own demo server (`STRAD_DEMO`, on by default there).
     pub demo: bool,
 }
@@ -109,6 +112,8 @@ struct FileConfig {
     calls: rate_limits::FileCalls,
     #[serde(default)]
     approvals: approvals::FileApprovals,
+    #[serde(default)]
+    metrics: metrics::FileMetrics,
     #[serde(default)]
     servers: Vec<servers::FileServer>,
     demo: Option<bool>,
@@ -158,6 +163,7 @@ impl Config {
         let limits = rate_limits::load(file.mcp, file.calls, &env)?;
         let audit_calls_flush = audit::load(file.audit, &env)?;
         let approvals = approvals::load(file.approvals, &env)?;
+        let metrics = metrics::load(file.metrics, &env)?;
         let servers = servers::load(file.servers)?;
         let demo = demo::load(file.demo, &env, auth.oidc.is_none())?;
 
@@ -170,6 +176,7 @@ impl Config {
             servers,
             audit_calls_flush,
             approvals,
+            metrics,
             demo,
             http,
             database,

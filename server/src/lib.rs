@@ -11,6 +11,7 @@ pub mod db;
 pub mod demo;
 pub mod health;
 pub mod instances;
+pub mod metrics;
 pub mod prefetch;
 pub mod relay;
 pub mod runtime;

@@ -44,6 +44,7 @@ impl Sandbox {
                 header::REFERRER_POLICY,
                 HeaderValue::from_static("no-referrer"),
             ))
+            .layer(axum::middleware::from_fn(crate::metrics::track_http))
             .layer(tower_http::trace::TraceLayer::new_for_http())
             .with_state(state);
         Self {

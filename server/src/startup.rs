@@ -237,7 +237,11 @@ impl Application {
                 tracing::debug!(error.message = %error, "could not set TCP_NODELAY");
             }
         });
-        let server = axum::serve(listener, self.router).with_graceful_shutdown(signal);
+        // The peer's address, for `/metrics` (open to loopback peers).
+        let router = self
+            .router
+            .into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let server = axum::serve(listener, router).with_graceful_shutdown(signal);
         let deadline = async move {
             let _ = stop_seen.wait_for(|stopping| *stopping).await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;
@@ -317,6 +321,8 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .layer(sniff)
         .layer(referrer)
         .layer(TraceLayer::new_for_http())
+        .merge(crate::metrics::routes(&state))
+        .layer(axum::middleware::from_fn(crate::metrics::track_http))
         .with_state(state);
     // The sandbox origin's requests never reach the console's router or layers (its session
     // above all): they are told apart before any routing (a layer of the console's own

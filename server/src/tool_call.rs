@@ -157,6 +157,17 @@ impl ApprovalRefused {
         }
     }
 
+    /// Refuses the call: the refused call's audit row, its count, and what the caller is told.
+    async fn refuse(
+        self,
+        state: &ServerState,
+        event: &impl Fn(String, usize) -> writer::Event,
+    ) -> CallError {
+        refuse(state, event(self.outcome().into(), 0)).await;
+        app::metrics::approval(app::metrics::Approval::Refused);
+        self.error()
+    }
+
     fn error(self) -> CallError {
         CallError::Refused(
             match self {
@@ -200,9 +211,28 @@ impl ToolCall {
     /// `decision` (`Memos::decision` for this surface, slug and tool) and with upstream
     /// sessions of `hub`. The server's progress goes to `progress`; when `cancelled`
     /// resolves first the upstream call is dropped, which cancels it there. Whatever
-    /// happens, one audit row says so; a result is answered only once its row is committed.
+    /// happens, one audit row says so, and `strad_tool_calls_total` counts it; a result is
+    /// answered only once its row is committed.
     #[allow(clippy::too_many_arguments)]
     pub async fn run(
+        &self,
+        state: &ServerState,
+        caller: &Caller,
+        server: &ServerRow,
+        decision: Decision,
+        hub: &Hub,
+        progress: Option<ProgressSink>,
+        cancelled: impl Future<Output = ()>,
+    ) -> Result<ToolAnswer, CallError> {
+        let ran = self
+            .audited(state, caller, server, decision, hub, progress, cancelled)
+            .await;
+        crate::metrics::tool_call(self.surface, &server.slug, &ran);
+        ran
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn audited(
         &self,
         state: &ServerState,
         caller: &Caller,
@@ -338,8 +368,7 @@ impl ToolCall {
                 ApprovalRefused::Expired
             }
         };
-        refuse(state, event(refused.outcome().into(), 0)).await;
-        Err(refused.error())
+        Err(refused.refuse(state, event).await)
     }
 
     /// Spends `approval` (its nonce and its `approval_used` row, committed before the call
@@ -364,11 +393,7 @@ impl ToolCall {
         .await;
         match spent {
             Ok(Spent::Now) => Ok(()),
-            Ok(Spent::Already) => {
-                let refused = ApprovalRefused::AlreadyUsed;
-                refuse(state, event(refused.outcome().into(), 0)).await;
-                Err(refused.error())
-            }
+            Ok(Spent::Already) => Err(ApprovalRefused::AlreadyUsed.refuse(state, event).await),
             Err(error) => {
                 tracing::error!(error.message = %error, "could not spend an approval");
                 Err(CallError::NotRecorded)

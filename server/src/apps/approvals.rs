@@ -104,6 +104,12 @@ pub async fn approvals(
     };
     // Recorded before it is answered: no approval is handed out unaudited.
     writer::append_alone(pool, &actor, &event, Some(&slug)).await?;
+    if let AuditEvent::ApprovalGranted {
+        minted: Some(_), ..
+    } = &event
+    {
+        app::metrics::approval(app::metrics::Approval::Minted);
+    }
     Ok(([(header::CACHE_CONTROL, "no-store")], Json(answer)).into_response())
 }
 

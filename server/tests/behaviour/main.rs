@@ -16,6 +16,7 @@ mod faults;
 mod island_actions;
 mod local_mode;
 mod mcp_client;
+mod metrics;
 mod oidc_sign_in;
 mod process;
 mod relay;

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::approvals::{ApprovalSecret, SECRET_MIN_BYTES, Verified};
 use crate::audit::ssr::event::ApprovedCall;
 use crate::audit::ssr::writer::{self, Actor, AuditEvent};
+use crate::metrics;
 
 /// The `host_secrets` row of the approval key.
 const SECRET_NAME: &str = "approval";
@@ -74,6 +75,7 @@ pub async fn spend(
     };
     writer::append(&mut tx, &actor, &event, Some(slug)).await?;
     tx.commit().await?;
+    metrics::approval(metrics::Approval::Spent);
     Ok(Spent::Now)
 }
 

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::audit::ssr::event::Pin;
 use crate::audit::ssr::writer::{self, Actor, AuditEvent};
+use crate::metrics;
 use crate::servers::ssr::canonical::sha256_hex;
 use crate::servers::ssr::client::Hub;
 use crate::servers::ssr::discovery;
@@ -157,6 +158,10 @@ pub async fn pin(
     });
     writer::append(&mut tx, actor, &event, Some(&server.slug)).await?;
     tx.commit().await?;
+    metrics::pin(match event {
+        AuditEvent::AppRepinned(_) => metrics::Pin::Refreshed,
+        _ => metrics::Pin::Pinned,
+    });
     Ok(row)
 }
 

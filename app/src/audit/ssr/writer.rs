@@ -374,7 +374,7 @@ pub async fn append_many(
     let payloads: Vec<Value> = events.iter().map(|e| e.event.payload()).collect();
     // The arrays hold NULLs (no actor, no slug), which the macros' array types do not
     // spell: `as _` binds them as they are.
-    match flush {
+    let ids = match flush {
         Flush::BeforeAnswer => {
             sqlx::query_scalar!(
                 r#"SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[]) AS "id!""#,
@@ -400,7 +400,9 @@ pub async fn append_many(
             .fetch_all(connection)
             .await
         }
-    }
+    }?;
+    crate::metrics::audit_rows(ids.len());
+    Ok(ids)
 }
 
 /// `audit_append` (migration 0005) locks the chain, reads the last hash, hashes the row
@@ -411,7 +413,7 @@ async fn append_on(
     event: &AuditEvent,
     slug: Option<&str>,
 ) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar!(
+    let id = sqlx::query_scalar!(
         r#"SELECT audit_append($1, $2, $3, $4, $5::jsonb) AS "id!""#,
         actor.id,
         actor.email,
@@ -420,7 +422,9 @@ async fn append_on(
         event.payload(),
     )
     .fetch_one(conn)
-    .await
+    .await?;
+    crate::metrics::audit_rows(1);
+    Ok(id)
 }
 
 /// Walks the chain in id order; returns the id of the first row whose hash or link does not

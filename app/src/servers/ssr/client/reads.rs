@@ -1,6 +1,8 @@
 //! Reads of a server — lists, prompts, resources — each within its byte limit and tried
 //! once more on a fresh connection after a transport failure.
 
+use std::time::Instant;
+
 use rmcp::RoleClient;
 use rmcp::model::ReadResourceRequestParams;
 use rmcp::service::ServiceError;
@@ -8,6 +10,7 @@ use serde_json::Value;
 
 use super::plain_failures::service_error;
 use super::{Endpoint, Hub, McpError, to_json, to_json_list};
+use crate::metrics;
 
 impl Hub {
     /// Every tool, following pagination.
@@ -16,11 +19,9 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Vec<Value>, McpError> {
-        self.listed(
-            slug,
-            endpoint,
-            |peer| async move { peer.list_all_tools().await },
-        )
+        self.listed(slug, endpoint, "tools/list", |peer| async move {
+            peer.list_all_tools().await
+        })
         .await
     }
 
@@ -30,7 +31,7 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Vec<Value>, McpError> {
-        self.listed(slug, endpoint, |peer| async move {
+        self.listed(slug, endpoint, "resources/list", |peer| async move {
             peer.list_all_resources().await
         })
         .await
@@ -42,9 +43,12 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Vec<Value>, McpError> {
-        self.listed(slug, endpoint, |peer| async move {
-            peer.list_all_resource_templates().await
-        })
+        self.listed(
+            slug,
+            endpoint,
+            "resources/templates/list",
+            |peer| async move { peer.list_all_resource_templates().await },
+        )
         .await
     }
 
@@ -54,17 +58,19 @@ impl Hub {
         slug: &str,
         endpoint: &Endpoint,
     ) -> Result<Vec<Value>, McpError> {
-        self.listed(slug, endpoint, |peer| async move {
+        self.listed(slug, endpoint, "prompts/list", |peer| async move {
             peer.list_all_prompts().await
         })
         .await
     }
 
-    /// A whole list (`list` follows pagination), as JSON, within the response byte limit.
+    /// A whole list (`list` follows pagination, `method` names it), as JSON, within the
+    /// response byte limit.
     async fn listed<T, F, Fut>(
         &self,
         slug: &str,
         endpoint: &Endpoint,
+        method: &'static str,
         list: F,
     ) -> Result<Vec<Value>, McpError>
     where
@@ -73,7 +79,7 @@ impl Hub {
         Fut: Future<Output = Result<Vec<T>, ServiceError>>,
     {
         let limit = self.settings.response_limit;
-        self.idempotent(slug, endpoint, |peer| {
+        self.idempotent(slug, endpoint, method, |peer| {
             let listing = list(peer);
             async move { to_json_list(&listing.await.map_err(service_error)?, limit) }
         })
@@ -90,7 +96,7 @@ impl Hub {
     ) -> Result<Value, McpError> {
         let limit = self.settings.response_limit;
         let name = name.to_owned();
-        self.idempotent(slug, endpoint, move |peer| {
+        self.idempotent(slug, endpoint, "prompts/get", move |peer| {
             let (name, arguments) = (name.clone(), arguments.clone());
             async move {
                 let mut params = rmcp::model::GetPromptRequestParams::new(name);
@@ -113,7 +119,7 @@ impl Hub {
     ) -> Result<Value, McpError> {
         let limit = self.settings.resource_limit;
         let uri = uri.to_owned();
-        self.idempotent(slug, endpoint, move |peer| {
+        self.idempotent(slug, endpoint, "resources/read", move |peer| {
             let uri = uri.clone();
             async move {
                 let result = peer
@@ -126,9 +132,28 @@ impl Hub {
         .await
     }
 
-    /// Runs an idempotent request; after a transport failure or a timeout the connection is
-    /// rebuilt and the request tried once more, which is how a restarted server is reached.
+    /// Runs an idempotent request (of MCP method `method`); after a transport failure or a
+    /// timeout the connection is rebuilt and the request tried once more, which is how a
+    /// restarted server is reached. Its time and failure are recorded once, both tries
+    /// together.
     pub(super) async fn idempotent<F, Fut, T>(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        method: &'static str,
+        request: F,
+    ) -> Result<T, McpError>
+    where
+        F: Fn(rmcp::Peer<RoleClient>) -> Fut,
+        Fut: Future<Output = Result<T, McpError>>,
+    {
+        let started = Instant::now();
+        let answer = self.retrying_once(slug, endpoint, request).await;
+        metrics::upstream(slug, method, started.elapsed(), &answer);
+        answer
+    }
+
+    async fn retrying_once<F, Fut, T>(
         &self,
         slug: &str,
         endpoint: &Endpoint,

@@ -2,6 +2,7 @@
 //! be, its progress reported and its cancellation passed on.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, GetExtensions, ServerResult,
@@ -13,6 +14,7 @@ use super::super::direct::Listeners;
 use super::plain_failures::service_error;
 use super::progress_routing::{InFlight, RouteProgress};
 use super::{Connection, Endpoint, Hub, McpError, ProgressSink, ToolAnswer, to_text};
+use crate::metrics;
 
 impl Hub {
     /// One `tools/call`, its result as JSON. Never retried: a tool may write, and a retry
@@ -44,8 +46,24 @@ impl Hub {
 
     /// One `tools/call` whose progress notifications go to `progress` as they come (a
     /// direct call carries a progress token only then; rmcp's always does). Dropping the
-    /// future cancels the call upstream (`notifications/cancelled`).
+    /// future cancels the call upstream (`notifications/cancelled`), and records nothing.
     pub async fn call_tool_reporting(
+        &self,
+        slug: &str,
+        endpoint: &Endpoint,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+        progress: Option<ProgressSink>,
+    ) -> Result<ToolAnswer, McpError> {
+        let started = Instant::now();
+        let answer = self
+            .send_tool_call(slug, endpoint, name, arguments, progress)
+            .await;
+        metrics::upstream(slug, "tools/call", started.elapsed(), &answer);
+        answer
+    }
+
+    async fn send_tool_call(
         &self,
         slug: &str,
         endpoint: &Endpoint,
