@@ -124,7 +124,9 @@ fuzz_target!(|data: &[u8]| {
             );
             assert!(hash.len() <= MAX_LOCATION_PART + 1);
             assert!(!hash.chars().any(char::is_control));
-            assert_eq!(normalize_hash(hash).as_ref(), Some(hash), "stable");
+            if hash.len() <= MAX_LOCATION_PART {
+                assert_eq!(normalize_hash(hash).as_ref(), Some(hash), "stable");
+            }
         } else {
             assert!(
                 report.hash.len() > MAX_LOCATION_PART || report.hash.chars().any(char::is_control)
