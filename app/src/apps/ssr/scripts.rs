@@ -21,11 +21,31 @@ pub fn inline_scripts(html: &str) -> Vec<String> {
     let html = html.replace("\r\n", "\n").replace('\r', "\n");
     let lower = html.to_ascii_lowercase();
     let mut scripts = Vec::new();
+    start_tags(&lower, |tag| {
+        if tag.name == "script" && !has_attribute(&lower[tag.start..tag.end], "src") {
+            scripts.push(html[tag.end..tag.content_end].to_string());
+        }
+        true
+    });
+    scripts
+}
+
+/// A start tag the tokenizer sees: `<name ...>` from `start` to `end`, and where the text it
+/// governs ends (past its raw text or script data; `end` for other elements).
+struct StartTag {
+    name: String,
+    start: usize,
+    end: usize,
+    content_end: usize,
+}
+
+/// Calls `visit` with each start tag of `lower` (a lower-cased document) in order, outside
+/// comments, raw text and script data, until it returns false.
+fn start_tags(lower: &str, mut visit: impl FnMut(StartTag) -> bool) {
     let mut at = 0;
     while let Some(offset) = lower[at..].find('<') {
         let start = at + offset;
-        let rest = &lower[start..];
-        if rest.starts_with("<!--") {
+        if lower[start..].starts_with("<!--") {
             // A comment ends at the first `-->` (or the end of the document).
             at = match lower[start + 4..].find("-->") {
                 Some(end) => start + 4 + end + 3,
@@ -33,24 +53,26 @@ pub fn inline_scripts(html: &str) -> Vec<String> {
             };
             continue;
         }
-        let Some((name, tag_end)) = start_tag(&lower, start) else {
+        let Some((name, end)) = start_tag(lower, start) else {
             at = start + 1;
             continue;
         };
-        if name == "script" {
-            let content_start = tag_end;
-            let content_end = end_of_raw_text(&lower, content_start, "script");
-            if !has_attribute(&lower[start..tag_end], "src") {
-                scripts.push(html[content_start..content_end].to_string());
-            }
-            at = content_end;
-        } else if RAW_TEXT.contains(&name.as_str()) {
-            at = end_of_raw_text(&lower, tag_end, &name);
+        let content_end = if name == "script" || RAW_TEXT.contains(&name.as_str()) {
+            end_of_raw_text(lower, end, &name)
         } else {
-            at = tag_end;
+            end
+        };
+        at = content_end;
+        let tag = StartTag {
+            name,
+            start,
+            end,
+            content_end,
+        };
+        if !visit(tag) {
+            return;
         }
     }
-    scripts
 }
 
 /// A start tag at `start` (`<name ...>`): its lower-case name and the index after its `>`.
@@ -141,22 +163,25 @@ pub fn script_hashes(html: &str) -> Vec<String> {
 }
 
 /// The document with `<base target="_blank">` as the first thing in `<head>` (or at the very
-/// start, for a document without one), so plain links open in new tabs. Scripts are not
-/// touched, so their hashes hold.
+/// start, for a document without one), so plain links open in new tabs. The `<head>` is the
+/// tokenizer's (not one inside a comment, a script or an attribute value), so scripts are
+/// not touched and their hashes hold.
 pub fn with_base_target(html: &str) -> String {
     const BASE: &str = "<base target=\"_blank\">";
     let lower = html.to_ascii_lowercase();
-    let mut at = 0;
-    while let Some(offset) = lower[at..].find("<head") {
-        let start = at + offset;
-        if let Some((name, end)) = start_tag(&lower, start)
-            && name == "head"
-        {
-            return format!("{}{BASE}{}", &html[..end], &html[end..]);
+    let mut head_end = None;
+    start_tags(&lower, |tag| {
+        // A `<head` the document ends in, unclosed, is no element.
+        if tag.name == "head" && lower[..tag.end].ends_with('>') {
+            head_end = Some(tag.end);
+            return false;
         }
-        at = start + 5;
+        true
+    });
+    match head_end {
+        Some(end) => format!("{}{BASE}{}", &html[..end], &html[end..]),
+        None => format!("{BASE}{html}"),
     }
-    format!("{BASE}{html}")
 }
 
 #[cfg(test)]
@@ -241,5 +266,31 @@ mod tests {
             with_base_target("<header>x</header>"),
             "<base target=\"_blank\"><header>x</header>"
         );
+    }
+
+    #[test]
+    fn the_base_target_goes_into_the_real_head_and_never_into_a_script() {
+        for (html, served) in [
+            (
+                "<script>let h = '<head>';</script><head></head>",
+                "<script>let h = '<head>';</script><head><base target=\"_blank\"></head>",
+            ),
+            (
+                "<!-- <head> --><head>",
+                "<!-- <head> --><head><base target=\"_blank\">",
+            ),
+            (
+                "<html data-x=\"<head>\"><head>",
+                "<html data-x=\"<head>\"><head><base target=\"_blank\">",
+            ),
+            (
+                "<title><head></title>",
+                "<base target=\"_blank\"><title><head></title>",
+            ),
+            ("<head", "<base target=\"_blank\"><head"),
+        ] {
+            assert_eq!(with_base_target(html), served, "{html}");
+            assert_eq!(inline_scripts(served), inline_scripts(html), "{html}");
+        }
     }
 }

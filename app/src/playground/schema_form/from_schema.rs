@@ -7,10 +7,14 @@ use super::{Field, Kind};
 
 /// Nesting deeper than this (or a `$ref` cycle) becomes a raw JSON field.
 const MAX_DEPTH: usize = 12;
+/// Fields one form holds at most besides its root: an object or list that would pass it (a
+/// schema whose `$ref`s fan out, each level doubling the fields) becomes a raw JSON field.
+const MAX_FIELDS: usize = 1000;
 
 /// The form for a tool's `inputSchema` (its root is an object; anything else is raw JSON).
 pub fn form_of(schema: &Value) -> Field {
-    let mut field = field_of(schema, schema, String::new(), 0);
+    let mut left = MAX_FIELDS;
+    let mut field = field_of(schema, schema, String::new(), 0, &mut left);
     field.required = true;
     if !matches!(field.kind, Kind::Object(_) | Kind::Json) {
         field.kind = Kind::Json;
@@ -42,7 +46,8 @@ fn non_null(schema: &Value) -> Option<(&Value, bool)> {
     None
 }
 
-fn field_of(root: &Value, schema: &Value, name: String, depth: usize) -> Field {
+/// The field `schema` describes; `left` is the number of fields the form may still add.
+fn field_of(root: &Value, schema: &Value, name: String, depth: usize, left: &mut usize) -> Field {
     let json = |name: String| Field {
         name,
         title: None,
@@ -59,12 +64,12 @@ fn field_of(root: &Value, schema: &Value, name: String, depth: usize) -> Field {
     };
     // A ref points somewhere that is again a ref: follow it one step at a time.
     if resolved.get("$ref").is_some() && !std::ptr::eq(resolved, schema) {
-        let mut inner = field_of(root, resolved, name, depth + 1);
+        let mut inner = field_of(root, resolved, name, depth + 1, left);
         describe(&mut inner, schema);
         return inner;
     }
     if let Some((inner_schema, _)) = non_null(resolved) {
-        let mut inner = field_of(root, inner_schema, name, depth + 1);
+        let mut inner = field_of(root, inner_schema, name, depth + 1, left);
         describe(&mut inner, resolved);
         return inner;
     }
@@ -112,11 +117,14 @@ fn field_of(root: &Value, schema: &Value, name: String, depth: usize) -> Field {
         },
         "boolean" => Kind::Boolean,
         "array" => match resolved.get("items") {
-            Some(items) if items.is_object() => Kind::List {
-                items: Box::new(field_of(root, items, String::new(), depth + 1)),
-                min_items: text("minItems"),
-                max_items: text("maxItems"),
-            },
+            Some(items) if items.is_object() && *left > 0 => {
+                *left -= 1;
+                Kind::List {
+                    items: Box::new(field_of(root, items, String::new(), depth + 1, left)),
+                    min_items: text("minItems"),
+                    max_items: text("maxItems"),
+                }
+            }
             _ => Kind::Json,
         },
         "object" => {
@@ -126,18 +134,22 @@ fn field_of(root: &Value, schema: &Value, name: String, depth: usize) -> Field {
                 .map(|r| r.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             match resolved.get("properties").and_then(Value::as_object) {
-                Some(properties) => Kind::Object(
-                    properties
-                        .iter()
-                        .map(|(key, property)| {
-                            let mut child = field_of(root, property, key.clone(), depth + 1);
-                            child.required = required.contains(&key.as_str());
-                            child
-                        })
-                        .collect(),
-                ),
-                // An open object (no properties): raw JSON.
-                None => Kind::Json,
+                Some(properties) if properties.len() <= *left => {
+                    *left -= properties.len();
+                    Kind::Object(
+                        properties
+                            .iter()
+                            .map(|(key, property)| {
+                                let mut child =
+                                    field_of(root, property, key.clone(), depth + 1, left);
+                                child.required = required.contains(&key.as_str());
+                                child
+                            })
+                            .collect(),
+                    )
+                }
+                // An open object (no properties), or one past the form's size: raw JSON.
+                _ => Kind::Json,
             }
         }
         _ => Kind::Json,
@@ -262,6 +274,31 @@ mod tests {
         }
         assert_eq!(node.kind, Kind::Json);
         assert!(depth <= MAX_DEPTH);
+    }
+
+    fn count(field: &Field) -> usize {
+        1 + match &field.kind {
+            Kind::Object(fields) => fields.iter().map(count).sum(),
+            Kind::List { items, .. } => count(items),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn refs_that_fan_out_stop_at_the_forms_size() {
+        // Each level refers to the root ten times: 10^12 fields without a limit on size.
+        let properties: serde_json::Map<String, Value> = (0..10)
+            .map(|i| (format!("p{i}"), json!({"$ref": "#"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": properties});
+        let form = form_of(&schema);
+        assert!(count(&form) <= 1 + MAX_FIELDS, "{} fields", count(&form));
+        assert_eq!(fields(&form).len(), 10, "the first levels are still a form");
+        let list = json!({"type": "object", "properties": {
+            "a": {"type": "array", "items": {"$ref": "#"}},
+            "b": {"type": "array", "items": {"$ref": "#"}},
+        }});
+        assert!(count(&form_of(&list)) <= 1 + MAX_FIELDS);
     }
 
     #[test]
