@@ -176,4 +176,14 @@ export const test = base.extend({
   },
 });
 
+/** Holds the console's WebAssembly back, so a page stays server-rendered until `release()`;
+ * `visit` navigates without waiting for hydration (the page fixture's `goto` does). */
+export async function holdWasm(page) {
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  await page.route('**/pkg/*.wasm', async (route) => { await released; await route.continue(); });
+  const visit = (url) => page.mainFrame().goto(url, { waitUntil: 'commit' });
+  return { release, visit };
+}
+
 export { expect };
