@@ -165,7 +165,7 @@ export const test = base.extend({
       const goto = page.goto.bind(page);
       page.goto = async (url, options) => {
         const response = await goto(url, options);
-        const consolePage = await page.locator('link[href="/pkg/strad.css"]').count();
+        const consolePage = await page.locator('link#leptos[rel="stylesheet"]').count();
         if (consolePage > 0) {
           await page.locator('body[data-hydrated]').waitFor({ state: 'attached', timeout: 60_000 });
         }
