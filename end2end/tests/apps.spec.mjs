@@ -1,6 +1,6 @@
 // Real MCP Apps built on the official SDK, served by the npm example servers, rendered in
 // strad's sandboxed frame: the compatibility proof.
-import { test, expect, startExample } from './fixtures.mjs';
+import { test, expect, startExample, holdWasm } from './fixtures.mjs';
 
 async function setUp(page, strad, slug, url, markTools) {
   await page.goto(await strad.nextLink());
@@ -121,6 +121,27 @@ test('a second document in the frame removes the frame and its bridge', async ({
   await registerTestServer(page, strad, mcp, slug, html);
   try {
     await page.goto(`/apps/${slug}`);
+    await expect(page.getByRole('alert')).toContainText('loaded a second document');
+    await expect(page.locator('iframe.app-frame')).toHaveCount(0);
+  } finally {
+    await mcp.control({ reset: true });
+  }
+});
+
+test('a second document loaded before the console hydrates still removes the frame', async ({ page, strad, mcp }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const slug = 'early-reloader';
+  const html = '<!doctype html><html><body><p>again</p><script>addEventListener("load", () => setTimeout(() => location.reload(), 100));</script></body></html>';
+  await registerTestServer(page, strad, mcp, slug, html);
+  try {
+    const frames = [];
+    page.on('response', (r) => { if (r.url().includes(`/apps/${slug}/frame`)) frames.push(r.status()); });
+    const { release, visit } = await holdWasm(page);
+    await visit(`/apps/${slug}`);
+    // Both documents were requested while the console was server-rendered.
+    await expect.poll(() => frames.length).toBe(2);
+    await expect(page.locator('body')).not.toHaveAttribute('data-hydrated');
+    release();
     await expect(page.getByRole('alert')).toContainText('loaded a second document');
     await expect(page.locator('iframe.app-frame')).toHaveCount(0);
   } finally {

@@ -1,6 +1,6 @@
 // The console extensions (x-strad/, SPEC §6) in the real browser, with an app of the
 // project's own that speaks them (support/location-app.html).
-import { test, expect } from './fixtures.mjs';
+import { test, expect, holdWasm } from './fixtures.mjs';
 import { readFileSync } from 'node:fs';
 
 const LOCATION_APP = readFileSync(new URL('../support/location-app.html', import.meta.url), 'utf8');
@@ -44,6 +44,26 @@ test('the frame gets the console query and hash, never uri or token, uri first',
   expect(frameUrl.hash).toBe('#item-3');
   await expect(app.locator('#search')).toHaveText(/^\?uri=ui%3A%2F%2Ftest%2Fwidget\.html&view=week$/);
   await expect(app.locator('#hash')).toHaveText('#item-3');
+});
+
+test('what the app sends before the console hydrates is answered once it does', async ({ page, strad, mcp }) => {
+  await signIn(page, strad, mcp);
+  const { release, visit } = await holdWasm(page);
+  await visit(`/apps/${SLUG}?view=week#item-3`);
+  const app = page.frameLocator('iframe.app-frame');
+  // The app's script has run up to its wait for the answer: `ui/initialize` is posted, and
+  // with the console still server-rendered nothing has answered it.
+  await expect(app.locator('#search')).toHaveText(/view=week/);
+  await expect(app.locator('#hash')).toHaveText('#item-3');
+  await expect(page.locator('body')).not.toHaveAttribute('data-hydrated');
+  await expect(app.locator('body')).not.toHaveAttribute('data-ready');
+  release();
+  await expect(page.locator('iframe.app-frame')).toHaveAttribute('data-app-session', 'initialized');
+  await expect(app.locator('body')).toHaveAttribute('data-ready', 'yes');
+  // The report the app sent before hydration was read too (it names the hash the address
+  // bar already shows, so nothing is written); one document all along.
+  await expect(page.locator('iframe.app-frame')).toHaveAttribute('data-hash-action', 'Ignore');
+  await expect(app.locator('#loads')).toHaveText('1');
 });
 
 test('arrows and Esc pressed on the console reach the app, but not from a text field', async ({ page, strad, mcp }) => {

@@ -167,7 +167,7 @@ export const test = base.extend({
       const goto = page.goto.bind(page);
       page.goto = async (url, options) => {
         const response = await goto(url, options);
-        const consolePage = await page.locator('link[href="/pkg/strad.css"]').count();
+        const consolePage = await page.locator('link#leptos[rel="stylesheet"]').count();
         if (consolePage > 0) {
           await page.locator('body[data-hydrated]').waitFor({ state: 'attached', timeout: 60_000 });
         }
@@ -177,5 +177,15 @@ export const test = base.extend({
     await use(page);
   },
 });
+
+/** Holds the console's WebAssembly back, so a page stays server-rendered until `release()`;
+ * `visit` navigates without waiting for hydration (the page fixture's `goto` does). */
+export async function holdWasm(page) {
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  await page.route('**/pkg/*.wasm', async (route) => { await released; await route.continue(); });
+  const visit = (url) => page.mainFrame().goto(url, { waitUntil: 'commit' });
+  return { release, visit };
+}
 
 export { expect };

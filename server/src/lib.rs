@@ -19,6 +19,7 @@ pub mod sandbox;
 pub mod security_headers;
 pub mod servers;
 pub mod session_store;
+pub mod site_files;
 pub mod startup;
 pub mod state;
 pub mod telemetry;

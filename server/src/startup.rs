@@ -105,11 +105,17 @@ impl Application {
             },
             None => SignInMode::Local,
         };
+        let hashes = crate::site_files::hash_list(&config.site.root);
         let leptos_options = LeptosOptions::builder()
             .output_name("strad")
             .site_root(config.site.root.to_string_lossy().into_owned())
             .site_pkg_dir("pkg")
             .site_addr(config.http.bind)
+            .hash_files(hashes.is_some())
+            // Leptos joins this to the binary's directory; an absolute path replaces it.
+            .hash_file(
+                hashes.map_or_else(|| "hash.txt".into(), |path| path.to_string_lossy().into()),
+            )
             .build();
         crate::servers::sync_declared(&pool, &config.servers).await?;
         if demo {
@@ -294,6 +300,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         .merge(crate::audit_export::routes())
         .merge(crate::apps::routes())
         .merge(crate::relay::routes(state.clone()))
+        .merge(crate::site_files::routes(&leptos_options))
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = leptos_options.clone();
             move || shell(options.clone())

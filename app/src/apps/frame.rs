@@ -10,7 +10,6 @@ use crate::apps::approval_panel::ApprovalPanel;
 use crate::apps::host_view::{Choice, DisplayMode, HostView};
 use crate::apps::island_actions::IslandActions;
 use crate::apps::{AppView, RefreshPin};
-use crate::shell::protected::encode_component;
 
 /// What the host sends the page once it is initialized.
 #[derive(Clone, Debug, PartialEq)]
@@ -137,14 +136,26 @@ pub fn AppFrame(
 ) -> impl IntoView {
     let uri = app.uri.clone().unwrap_or_default();
     // The ticket is this frame load's app session. The frame's query is the app's `uri`
-    // first, then the host's own params and hash (SPEC §6 "Location"), added once hydrated.
+    // first, then the host's own params (SPEC §6 "Location"); the hash is added in the
+    // browser, which alone knows it.
     let base = format!(
         "{}/apps/{}/frame/{}",
         app.frame_origin,
         app.slug,
         app.ticket.clone().unwrap_or_default()
     );
-    let src = format!("{base}?uri={}", encode_component(&uri));
+    let host_search = leptos_router::hooks::use_location().search.get_untracked();
+    let src = format!(
+        "{base}?{}",
+        crate::apps::location::frame_query(&uri, &host_search)
+    );
+    // The server-rendered page starts the frame's load at once (`frame_start`); a frame
+    // drawn in the browser gets an empty script, which runs nothing.
+    let start_script = if cfg!(feature = "ssr") {
+        crate::apps::frame_start::SCRIPT
+    } else {
+        ""
+    };
     let frame: NodeRef<Iframe> = NodeRef::new();
     let phase = RwSignal::new(Phase::Loading);
     let host = HostView::new();
@@ -182,26 +193,18 @@ pub fn AppFrame(
         };
         let (slug, uri) = (app.slug.clone(), uri.clone());
         let (server_name, link_hosts) = (app.display_name.clone(), app.link_hosts.clone());
-        let src = {
-            let location = web_sys::window().map(|w| w.location());
-            let search = location
-                .as_ref()
-                .and_then(|l| l.search().ok())
+        let src_with_hash = {
+            let hash = web_sys::window()
+                .and_then(|w| w.location().hash().ok())
                 .unwrap_or_default();
-            let hash = location
-                .as_ref()
-                .and_then(|l| l.hash().ok())
-                .unwrap_or_default();
-            format!(
-                "{base}?{}{hash}",
-                crate::apps::location::frame_query(&uri, &search)
-            )
+            format!("{src}{hash}")
         };
         let navigate = leptos_router::hooks::use_navigate();
         Effect::new(move || {
             let Some(element) = frame.get() else { return };
-            // The bridge listens before the frame's document exists, so the page's first
-            // message (`ui/initialize`) cannot be missed.
+            // The bridge listens before the frame's document exists, or takes over what the
+            // page's script kept, so the page's first message (`ui/initialize`) cannot be
+            // missed.
             let identity = AppIdentity {
                 slug: slug.clone(),
                 server_name: server_name.clone(),
@@ -233,8 +236,10 @@ pub fn AppFrame(
                     Event::Closed { why } => phase.set(Phase::Closed(why)),
                 },
             );
-            // The document loads only now, with the bridge listening.
-            element.set_src(&src);
+            // Drawn in the browser, the document loads only now, with the bridge listening.
+            if !bridge.started_early() {
+                element.set_src(&src_with_hash);
+            }
             let _ = element.focus();
             if let Some(handle) = &handle {
                 handle.hold(bridge.clone());
@@ -276,6 +281,7 @@ pub fn AppFrame(
                 sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
                 referrerpolicy="no-referrer"
             ></iframe>
+            <script nonce=leptos::nonce::use_nonce() inner_html=start_script></script>
         </div>
         <IslandActions view=host server=app.display_name.clone() press />
         <AppInspect view=host />

@@ -9,6 +9,7 @@ pub mod approval_panel;
 pub mod bridge;
 pub mod bridge_message;
 pub mod frame;
+pub mod frame_start;
 pub mod host_actions;
 pub mod host_open;
 pub mod host_view;

@@ -7,7 +7,7 @@ pub mod protected;
 mod theme;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{HashedStylesheet, MetaTags, Title, provide_meta_context};
 use leptos_router::{
     SsrMode,
     components::{Route, Router, Routes},
@@ -39,6 +39,7 @@ pub fn shell(options: leptos::config::LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light dark" />
                 <AutoReload options=options.clone() />
+                <HashedStylesheet options=options.clone() id="leptos" />
                 <HydrationScripts options />
                 <MetaTags />
             </head>
@@ -64,7 +65,6 @@ pub fn App() -> impl IntoView {
     });
 
     view! {
-        <Stylesheet id="leptos" href="/pkg/strad.css" />
         <Title formatter=|text: String| {
             if text.is_empty() { "strad".to_string() } else { format!("{text} · strad") }
         } />

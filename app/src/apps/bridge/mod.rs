@@ -10,11 +10,13 @@
 //! for the person's decision (SPEC §8: a consequential action is approved outside the
 //! frame, never by a click inside it); `host_actions` opens links, saves files and copies
 //! text once approved; `context` says who the host is and how it looks; `extensions` are
-//! the console's own `x-strad/` keys, location and history.
+//! the console's own `x-strad/` keys, location and history; `early` replays what the
+//! server-rendered page kept before the bridge existed (`frame_start`).
 
 mod calls;
 mod context;
 mod dispatch;
+mod early;
 mod extensions;
 mod host_actions;
 mod prompts;
@@ -136,9 +138,10 @@ type Listener = Closure<dyn FnMut(web_sys::Event)>;
 
 type Shared = Rc<RefCell<Session>>;
 
-/// The host's handle on one app session.
+/// The host's handle on one app session, and whether the page's own script started the
+/// frame's load before the bridge existed (`early`).
 #[derive(Clone)]
-pub struct Bridge(Shared);
+pub struct Bridge(Shared, bool);
 
 /// How long the host waits for the page's answer to `ui/resource-teardown`.
 const TEARDOWN_WAIT_MS: i32 = 500;
@@ -191,6 +194,13 @@ impl Bridge {
             );
         }
         close(&self.0, None);
+    }
+
+    /// Whether the frame's document was already requested by the server-rendered page's
+    /// script (its load events and messages so far were replayed); if not, the caller sets
+    /// the frame's `src`.
+    pub fn started_early(&self) -> bool {
+        self.1
     }
 
     pub fn is_open(&self) -> bool {
@@ -267,7 +277,8 @@ pub fn mint_session_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Binds a bridge to `frame` (already in the document, before its document loads).
+/// Binds a bridge to `frame` (already in the document: before its document loads, or after
+/// the page's script started it and kept what arrived, which is replayed first, in order).
 /// `opening` is what the page is sent once it is initialized; `view` is what the host draws
 /// around the frame; `on_event` hears what happens.
 pub fn start(
@@ -305,29 +316,10 @@ pub fn start(
         listeners: Vec::new(),
     }));
 
-    // One document per frame: a second load removes the frame and ends this session.
-    let loads = Rc::downgrade(&session);
+    let weak = Rc::downgrade(&session);
     let on_load = Closure::<dyn FnMut()>::new(move || {
-        let Some(loads) = loads.upgrade() else { return };
-        let second = {
-            let mut s = loads.borrow_mut();
-            s.loads += 1;
-            s.loads > 1
-        };
-        if second {
-            close(
-                &loads,
-                Some("The app loaded a second document, so it was closed."),
-            );
-        } else {
-            // Keys go to the app from the start.
-            let s = loads.borrow();
-            let _ = s.frame.focus();
-            if let Some(window) = s.frame.content_window() {
-                let _ = window.focus();
-            }
-            drop(s);
-            emit(&loads, Event::Loaded);
+        if let Some(session) = weak.upgrade() {
+            loaded(&session);
         }
     });
     frame.set_onload(Some(on_load.as_ref().unchecked_ref()));
@@ -347,7 +339,34 @@ pub fn start(
         extensions::traversed(session)
     });
     context::follow_theme(&session);
-    Bridge(session)
+    let started_early = early::replay(&session);
+    Bridge(session, started_early)
+}
+
+/// The frame's document finished loading. One document per frame: a second load removes
+/// the frame and ends this session.
+fn loaded(session: &Shared) {
+    let second = {
+        let mut s = session.borrow_mut();
+        s.loads += 1;
+        s.loads > 1
+    };
+    if second {
+        close(
+            session,
+            Some("The app loaded a second document, so it was closed."),
+        );
+        return;
+    }
+    // Keys go to the app from the start.
+    {
+        let s = session.borrow();
+        let _ = s.frame.focus();
+        if let Some(window) = s.frame.content_window() {
+            let _ = window.focus();
+        }
+    }
+    emit(session, Event::Loaded);
 }
 
 /// Adds a window listener that lives as long as the session (removed on close).
