@@ -87,7 +87,9 @@ impl FrameTickets {
     /// A fresh ticket for `person` to load `uri` of `slug` once, as pinned with `sha256`.
     /// `None` when `sha256` is not a SHA-256 in hex or the slug is longer than 255 bytes.
     pub fn issue(&self, person: Uuid, slug: &str, uri: &str, sha256: &str) -> Option<String> {
-        self.issue_at(person, slug, uri, sha256, now())
+        let ticket = self.issue_at(person, slug, uri, sha256, now())?;
+        crate::metrics::ticket(crate::metrics::Ticket::Issued);
+        Some(ticket)
     }
 
     pub fn issue_at(
@@ -125,7 +127,11 @@ impl FrameTickets {
     /// it has not expired. The MAC is checked (in constant time) before anything it covers
     /// is read. Spends nothing: see `spend`.
     pub fn verify(&self, ticket: &str, slug: &str) -> Result<Claims, Refused> {
-        self.verify_at(ticket, slug, now())
+        let verified = self.verify_at(ticket, slug, now());
+        if verified.is_err() {
+            crate::metrics::ticket(crate::metrics::Ticket::Refused);
+        }
+        verified
     }
 
     pub fn verify_at(&self, ticket: &str, slug: &str, now: i64) -> Result<Claims, Refused> {
@@ -188,7 +194,13 @@ pub async fn spend(pool: &PgPool, claims: &Claims) -> Result<bool, sqlx::Error> 
     )
     .execute(pool)
     .await?;
-    Ok(spent.rows_affected() == 1)
+    let first = spent.rows_affected() == 1;
+    crate::metrics::ticket(if first {
+        crate::metrics::Ticket::Spent
+    } else {
+        crate::metrics::Ticket::Refused
+    });
+    Ok(first)
 }
 
 /// Forgets spends whose tickets have expired (they can no longer verify). Returns how many.
