@@ -77,16 +77,23 @@ pub struct Pooled {
     negotiated: Option<Negotiated>,
 }
 
+/// The one client every connection shares. A client holds its TLS configuration (the
+/// parsed root certificates) and its connection pool, so one per connection made each
+/// registered server hold its own copy while idle. Connections stay per origin in the shared
+/// pool, and credentials go per request, so sharing it mixes nothing.
+static SHARED: std::sync::LazyLock<reqwest::Client> = std::sync::LazyLock::new(|| {
+    reqwest::Client::builder()
+        .redirect(same_origin_only())
+        .tcp_nodelay(true)
+        .pool_idle_timeout(IDLE_FOR)
+        .build()
+        .expect("a reqwest client with rustls builds")
+});
+
 impl Pooled {
     pub fn new() -> Self {
-        let client = reqwest::Client::builder()
-            .redirect(same_origin_only())
-            .tcp_nodelay(true)
-            .pool_idle_timeout(IDLE_FOR)
-            .build()
-            .expect("a reqwest client with rustls builds");
         Self {
-            client,
+            client: SHARED.clone(),
             negotiated: None,
         }
     }
