@@ -1,30 +1,12 @@
 // The processes of the soak: strad instances, the npm example servers, and PostgreSQL, each
 // startable, killable (SIGKILL) and restartable on the same port.
 import { spawn, execFile, execFileSync } from 'node:child_process';
-import { createServer, connect } from 'node:net';
+import { listening } from '../support/ports.mjs';
 import { createInterface } from 'node:readline';
 import { openSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
-function listening(port) {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
-    socket.on('error', () => resolve(false));
-  });
-}
 
 /** Polls `ready` every 50 ms until it holds; throws after `ms`. */
 async function until(what, ready, ms, child) {

@@ -15,7 +15,8 @@ import { startNginx, PROXY } from '../support/nginx.mjs';
 import { request, form } from './http.mjs';
 import { Recorder, worker } from './load.mjs';
 import { recoveries, auditCheck, render } from './report.mjs';
-import { ExampleServer, StradInstance, freePort, npmBin, psql, restartPostgres, rssMiB, sleep } from './processes.mjs';
+import { ExampleServer, StradInstance, npmBin, psql, restartPostgres, rssMiB, sleep } from './processes.mjs';
+import { freePort } from '../support/ports.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const seconds = Number(process.argv[2] ?? 180);

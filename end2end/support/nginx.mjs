@@ -3,9 +3,9 @@
 // rest (temp paths, pid, logs) lives in a directory of its own, removed on stop.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync, readFileSync, existsSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { listening } from './ports.mjs';
 
 const NGINX = ['/usr/sbin/nginx', '/usr/bin/nginx'].find((p) => existsSync(p)) || 'nginx';
 
@@ -34,11 +34,7 @@ http {
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`nginx exited: ${stderr}`);
-    const up = await new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
-      socket.on('error', () => resolve(false));
-    });
-    if (up) break;
+    if (await listening(port)) break;
     if (Date.now() > deadline) throw new Error(`nginx did not listen: ${stderr}`);
     await new Promise((r) => setTimeout(r, 50));
   }

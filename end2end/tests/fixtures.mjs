@@ -3,25 +3,16 @@
 // sign-in links it prints are read from its stdout.
 import { test as base, expect } from '@playwright/test';
 import { spawn, execFileSync } from 'node:child_process';
-import { createServer, connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, listening } from '../support/ports.mjs';
+
+export { freePort };
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const targetDir = process.env.CARGO_TARGET_DIR || path.join(root, 'target');
 const binary = process.env.STRAD_BIN || path.join(targetDir, 'debug', 'strad');
-
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 class Strad {
   constructor(child, baseURL, database) {
@@ -106,11 +97,7 @@ export async function startExample(name) {
   const child = spawn(bin(name), [`--log-file=/tmp/strad-e2e-${port}.log`], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const up = await new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => { socket.end(); resolve(true); });
-      socket.on('error', () => resolve(false));
-    });
-    if (up) break;
+    if (await listening(port)) break;
     if (Date.now() > deadline) throw new Error(`${name} did not start`);
     await new Promise((r) => setTimeout(r, 100));
   }
