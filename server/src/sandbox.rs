@@ -44,6 +44,11 @@ impl Sandbox {
                 header::REFERRER_POLICY,
                 HeaderValue::from_static("no-referrer"),
             ))
+            // Nothing here is kept by a cache but what says otherwise (the frame route).
+            .layer(SetResponseHeaderLayer::if_not_present(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("no-store"),
+            ))
             .layer(axum::middleware::from_fn(crate::metrics::track_http))
             .layer(tower_http::trace::TraceLayer::new_for_http())
             .with_state(state);
@@ -87,17 +92,13 @@ fn authority_of(origin: &Url) -> String {
 }
 
 async fn not_here(console: String) -> Response {
-    let mut response = (
+    (
         StatusCode::NOT_FOUND,
         format!(
             "Not found. This origin serves strad's app frames only; the console is at {console}.\n"
         ),
     )
-        .into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+        .into_response()
 }
 
 #[cfg(test)]

@@ -107,6 +107,7 @@ async fn the_sandbox_origin_serves_frames_only_and_never_a_cookie(pool: PgPool) 
             .unwrap();
         assert_eq!(response.status(), 404, "{path}");
         assert!(response.headers().get("set-cookie").is_none(), "{path}");
+        assert_eq!(response.headers()["cache-control"], "no-store", "{path}");
         assert!(
             response.text().await.unwrap().contains("app frames only"),
             "{path}"
