@@ -1,4 +1,5 @@
 #![recursion_limit = "512"]
+#![forbid(unsafe_code)]
 //! The strad server: configuration, start-up, and the routes that are not Leptos pages.
 
 pub mod apps;

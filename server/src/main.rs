@@ -1,3 +1,5 @@
+#![forbid(unsafe_code)]
+
 use strad_server::cli::{self, Command};
 use strad_server::config::Config;
 use strad_server::startup::Application;

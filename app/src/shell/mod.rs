@@ -2,6 +2,7 @@
 
 mod action_error;
 mod console_bar;
+mod lazy_pages;
 pub mod policy;
 pub mod protected;
 mod theme;
@@ -9,7 +10,7 @@ mod theme;
 use leptos::prelude::*;
 use leptos_meta::{HashedStylesheet, MetaTags, Title, provide_meta_context};
 use leptos_router::{
-    SsrMode,
+    Lazy, SsrMode,
     components::{Route, Router, Routes},
     path,
 };
@@ -20,11 +21,8 @@ pub use protected::{MeResource, Protected};
 pub use theme::{Theme, ThemeToggle};
 
 use crate::auth::get_me;
-use crate::pages::{
-    AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage,
-    AppChangesPage, AppPage, AuditPage, HomePage, NotFoundPage, PeoplePage, PinsPage,
-    PlaygroundPage, SignInPage, TokensPage,
-};
+use crate::pages::NotFoundPage;
+use lazy_pages as page;
 
 /// The HTML document around the app. `theme` comes from the person's saved choice so the
 /// first paint is already in the right colours, without an inline script.
@@ -73,20 +71,20 @@ pub fn App() -> impl IntoView {
             <ConsoleBar />
             <main id="main" tabindex="-1">
                 <Routes fallback=NotFoundPage>
-                    <Route path=path!("/") view=HomePage ssr=SsrMode::Async />
-                    <Route path=path!("/sign-in") view=SignInPage ssr=SsrMode::Async />
-                    <Route path=path!("/people") view=PeoplePage ssr=SsrMode::Async />
-                    <Route path=path!("/admin/servers") view=AdminServersPage ssr=SsrMode::Async />
-                    <Route path=path!("/admin/servers/:slug") view=AdminServerPage ssr=SsrMode::Async />
-                    <Route path=path!("/admin/servers/:slug/policy") view=AdminPolicyPage ssr=SsrMode::Async />
-                    <Route path=path!("/admin/entitlements") view=AdminEntitlementsPage ssr=SsrMode::Async />
-                    <Route path=path!("/admin/tokens") view=AdminTokensPage ssr=SsrMode::Async />
-                    <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::Async />
-                    <Route path=path!("/audit") view=AuditPage ssr=SsrMode::Async />
-                    <Route path=path!("/apps/:slug") view=AppPage ssr=SsrMode::Async />
-                    <Route path=path!("/servers/:slug") view=PlaygroundPage ssr=SsrMode::Async />
-                    <Route path=path!("/pins") view=PinsPage ssr=SsrMode::Async />
-                    <Route path=path!("/audit/app-changes") view=AppChangesPage ssr=SsrMode::Async />
+                    <Route path=path!("/") view={Lazy::<page::Home>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/sign-in") view={Lazy::<page::SignIn>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/people") view={Lazy::<page::People>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/admin/servers") view={Lazy::<page::AdminServers>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/admin/servers/:slug") view={Lazy::<page::AdminServer>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/admin/servers/:slug/policy") view={Lazy::<page::AdminPolicy>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/admin/entitlements") view={Lazy::<page::AdminEntitlements>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/admin/tokens") view={Lazy::<page::AdminTokens>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/tokens") view={Lazy::<page::Tokens>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/audit") view={Lazy::<page::Audit>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/apps/:slug") view={Lazy::<page::AppHost>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/servers/:slug") view={Lazy::<page::Playground>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/pins") view={Lazy::<page::Pins>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/audit/app-changes") view={Lazy::<page::AppChanges>::new()} ssr=SsrMode::Async />
                 </Routes>
             </main>
         </Router>
