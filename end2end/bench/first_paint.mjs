@@ -5,11 +5,15 @@
 // a fresh browser context (a cold cache, as a first visit) and reads, in the page, the time
 // from the navigation's start to the frame's request, to hydration, and to the host
 // marking the app session initialized (`data-app-session`, set on the app's
-// `ui/notifications/initialized`). Prints markdown tables; asserts nothing.
+// `ui/notifications/initialized`), and the wasm an app page's first load transfers. Last,
+// SESSIONS (200) app sessions at once, each opened (a frame ticket), its frame loaded from
+// the sandbox origin and CALLS_PER_SESSION (5) tool calls made through the app route, with
+// strad's peak and settled VmRSS. Prints markdown tables, and adds its headline figures to
+// the file STRAD_BENCH_SUMMARY names (`./x bench` prints them together); asserts nothing.
 //
 //   node end2end/bench/first_paint.mjs        (RUNS=9 by default; STRAD_BIN, STRAD_SITE_ROOT)
 import path from 'node:path';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium } from '@playwright/test';
 
@@ -20,6 +24,8 @@ const { startStrad, startExample } = await import('../tests/fixtures.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS || 10);
+const SESSIONS = Number(process.env.SESSIONS || 200);
+const CALLS_PER_SESSION = Number(process.env.CALLS_PER_SESSION || 5);
 // [npm bin, declaring tool]; each app's page is measured once per bin.
 const APPS = [
   ['mcp-server-basic-vanillajs', 'get-time'],
@@ -63,12 +69,18 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+/** A headline figure for `./x bench`'s table: what, measured, target. */
+function summary(what, measured, target) {
+  if (process.env.STRAD_BENCH_SUMMARY) appendFileSync(process.env.STRAD_BENCH_SUMMARY, `${what}\t${measured}\t${target}\n`);
+}
+
 function rssKiB(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(status.match(/^VmRSS:\s+(\d+) kB/m)[1]);
 }
 
-const strad = await startStrad();
+// One person makes every call of the sessions below: the per-person limits are raised.
+const strad = await startStrad({ STRAD_TOOL_CALLS_PER_SECOND: '100000' });
 const servers = [];
 const browser = await chromium.launch(CHROMIUM);
 try {
@@ -103,12 +115,17 @@ try {
   const idle = rssKiB(strad.child.pid);
 
   const rows = [];
+  const transferred = [];
   for (const [slug, name] of slugs) {
     const runs = [];
     for (let i = 0; i < RUNS; i++) {
       const fresh = await browser.newContext({ baseURL: strad.baseURL, storageState: state });
       await fresh.addInitScript(recordMoments);
       const tab = await fresh.newPage();
+      const wasm = [];
+      tab.on('requestfinished', (request) => {
+        if (new URL(request.url()).pathname.endsWith('.wasm')) wasm.push(request);
+      });
       await tab.goto(`/apps/${slug}`, { waitUntil: 'commit' });
       await tab.locator('iframe.app-frame[data-app-session="initialized"]').waitFor({ state: 'attached', timeout: 30_000 });
       const moments = await tab.evaluate(() => ({
@@ -116,11 +133,22 @@ try {
         frame: performance.getEntriesByType('resource').find((e) => e.name.includes('/frame/'))?.startTime,
       }));
       runs.push(moments);
+      if (transferred.length === 0) {
+        for (const request of wasm) {
+          const response = await request.response();
+          transferred.push({
+            name: path.basename(new URL(request.url()).pathname),
+            bytes: (await request.sizes()).responseBodySize,
+            encoding: response?.headers()['content-encoding'] || 'identity',
+          });
+        }
+      }
       await fresh.close();
     }
     rows.push([name, ...['frame', 'hydrated', 'initialized'].map((k) => median(runs.map((r) => r[k])))]);
   }
   const after = rssKiB(strad.child.pid);
+  const load = await sessionsAtOnce(strad, state, slugs);
 
   const ms = (x) => `${Math.round(x)} ms`;
   console.log(`\nNavigation start to each moment, median of ${RUNS} cold loads:\n`);
@@ -129,10 +157,73 @@ try {
   for (const [name, frame, hydrated, initialized] of rows) {
     console.log(`| ${name} | ${ms(frame)} | ${ms(hydrated)} | ${ms(initialized)} |`);
   }
-  console.log(`\nstrad's VmRSS with ${servers.length} servers registered: ${(idle / 1024).toFixed(1)} MiB idle, ` +
-    `${(after / 1024).toFixed(1)} MiB after the loads above.`);
+  const mib = (kib) => `${(kib / 1024).toFixed(1)} MiB`;
+  console.log(`\nstrad's VmRSS with ${servers.length} servers registered: ${mib(idle)} idle, ` +
+    `${mib(after)} after the loads above.`);
+  console.log(`\nThe wasm of an app page's first load (${slugs[0][0]}), as transferred:\n`);
+  console.log('| file | bytes | encoding |');
+  console.log('|---|---|---|');
+  for (const { name, bytes, encoding } of transferred) console.log(`| ${name} | ${bytes} | ${encoding} |`);
+  const wasmBytes = transferred.reduce((sum, { bytes }) => sum + bytes, 0);
+  const encodings = [...new Set(transferred.map(({ encoding }) => encoding))].join(', ');
+  console.log(`\n${SESSIONS} app sessions at once (open, frame from the sandbox origin, ` +
+    `${CALLS_PER_SESSION} tool calls each), ${load.seconds.toFixed(1)} s: ${load.failed} failed; ` +
+    `VmRSS ${mib(load.before)} before, ${mib(load.peak)} at the peak, ${mib(load.settled)} ${IDLE_SECONDS} s after.`);
+
+  const initialized = rows.map((row) => row[3]);
+  summary(`navigation → app initialized, median of the ${rows.length} example apps (slowest)`,
+    `${ms(median(initialized))} (${ms(Math.max(...initialized))})`, '≤ 300 ms');
+  summary(`wasm of an app page's first load, transferred (${encodings})`,
+    `${(wasmBytes / 1024).toFixed(0)} KiB in ${transferred.length} file(s)`, '≤ 350 KB gzipped');
+  summary(`VmRSS idle, ${servers.length} servers registered`, mib(idle), '≤ 60 MB');
+  summary(`VmRSS under ${SESSIONS} app sessions at once: peak / settled`, `${mib(load.peak)} / ${mib(load.settled)}`, '–');
 } finally {
   await browser.close();
   for (const server of servers) server.stop();
   await strad.stop();
+}
+
+/** SESSIONS app sessions at once for the signed-in person of `state`, over the measured
+ * apps: each opened as the console opens it, its frame loaded from the frame origin as the
+ * browser loads it (another site, no cookie), then CALLS_PER_SESSION tool calls through the
+ * app route. strad's VmRSS is sampled every 50 ms meanwhile. */
+async function sessionsAtOnce(strad, state, slugs) {
+  const cookie = state.cookies.map(({ name, value }) => `${name}=${value}`).join('; ');
+  const console_ = { origin: strad.baseURL, cookie };
+  const pid = strad.child.pid;
+  const before = rssKiB(pid);
+  let peak = before;
+  const sampler = setInterval(() => { peak = Math.max(peak, rssKiB(pid)); }, 50);
+  const started = performance.now();
+  let failed = 0;
+  const one = async (index) => {
+    const [slug] = slugs[index % slugs.length];
+    const tool = APPS[index % slugs.length][1];
+    const opened = await fetch(`${strad.baseURL}/api/apps/open`, {
+      method: 'POST', headers: { ...console_, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ slug }),
+    });
+    if (opened.status !== 200) { failed += 1; return; }
+    const view = await opened.json();
+    const frame = await fetch(`${view.frame_origin || strad.baseURL}/apps/${slug}/frame/${view.ticket}`, {
+      headers: { 'sec-fetch-dest': 'iframe', 'sec-fetch-site': 'cross-site' },
+    });
+    await frame.arrayBuffer();
+    if (frame.status !== 200) { failed += 1; return; }
+    for (let call = 0; call < CALLS_PER_SESSION; call++) {
+      const answer = await fetch(`${strad.baseURL}/apps/${slug}/tools/call`, {
+        method: 'POST',
+        headers: { ...console_, 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' },
+        body: JSON.stringify({ name: tool, arguments: {} }),
+      });
+      await answer.arrayBuffer();
+      if (answer.status !== 200) failed += 1;
+    }
+  };
+  await Promise.all(Array.from({ length: SESSIONS }, (_, index) => one(index)));
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  peak = Math.max(peak, rssKiB(pid));
+  await new Promise((resolve) => setTimeout(resolve, IDLE_SECONDS * 1000));
+  return { before, peak, settled: rssKiB(pid), seconds, failed };
 }

@@ -136,9 +136,12 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
                 per(cpu.others()),
             );
         }
-        println!(
-            "| {concurrency} | median | | | | | | | {:.0}% |",
-            median(&mut ratios)
+        let ratio = median(&mut ratios);
+        println!("| {concurrency} | median | | | | | | | {ratio:.0}% |");
+        summary(
+            &format!("frame route / nginx, same bytes, {concurrency} clients"),
+            format!("{:.2}×", ratio / 100.0),
+            "≥ 1.0×",
         );
     }
 }

@@ -38,6 +38,7 @@ mod database;
 mod frame_route;
 mod measure;
 mod nginx;
+mod summary;
 mod tool_calls;
 
 use std::future::Future;
@@ -55,6 +56,7 @@ use database::*;
 use fresh_database::FreshDatabase;
 use measure::*;
 use nginx::*;
+use summary::summary;
 use support::mcp::{ExampleServer, TestServer, free_port};
 use support::*;
 

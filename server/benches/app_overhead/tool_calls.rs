@@ -72,8 +72,22 @@ pub async fn three_paths<D, DFut, T, TFut, M, MFut>(
             println!("{row}");
         }
         let mut row = format!("| {concurrency} | median | | | |");
-        for path in &mut figures {
-            row.push_str(&cells(path.each_mut().map(|list| median(list))));
+        for (path, name) in figures
+            .iter_mut()
+            .zip(["app tool call", "`/mcp` tool call"])
+        {
+            let [share, p50, p99] = path.each_mut().map(|list| median(list));
+            row.push_str(&cells([share, p50, p99]));
+            if concurrency == 1 {
+                summary(
+                    &format!("{name}: added p50 / p99, 1 caller"),
+                    format!("{p50:+.2} / {p99:+.2} ms"),
+                    "≤ 0.5 / 2 ms",
+                );
+            } else {
+                let what = format!("{name}: share of direct throughput, {concurrency} callers");
+                summary(&what, format!("{share:.0}%"), "≥ 95%");
+            }
         }
         println!("{row}");
         let rows_per_commit = commits.map(|(batches, rows)| rows as f64 / batches.max(1) as f64);
