@@ -1,8 +1,12 @@
-//! Every page as a lazily loaded route. Built with `cargo leptos build --split`, each page's
-//! code (and what only it uses) is a wasm chunk of its own, fetched when the page is first
-//! shown: a first visit loads the shell and the one page it opens, not the whole console.
-//! The server names the chunks the page it renders needs, so the browser fetches them
-//! beside the main module instead of after it.
+//! The console's pages as lazily loaded routes, all but the app page. Built with `cargo
+//! leptos build --split`, each page's code (and what only it uses) is wasm chunks of its
+//! own, fetched when the page is first shown: a first visit loads the shell and the page it
+//! opens, not the whole console. The server names the chunks the page it renders needs, so
+//! the browser fetches them beside the main module instead of after it.
+//!
+//! The app page is in the main module: the splitter made it 136 chunks, whose fetches took
+//! its first load 200–450 ms past the main module's on loopback, and an app's first paint
+//! waits for the page to hydrate (its bridge answers the app).
 //!
 //! The chunks' loader is wasm imports and exports the split macros generate, which the
 //! `unsafe_code` lint counts as unsafe; this module is the only place allowed them.
@@ -16,7 +20,7 @@ use leptos_router::{LazyRoute, lazy_route};
 
 use crate::pages::{
     AdminEntitlementsPage, AdminPolicyPage, AdminServerPage, AdminServersPage, AdminTokensPage,
-    AppChangesPage, AppPage, AuditPage, HomePage, PeoplePage, PinsPage, PlaygroundPage, SignInPage,
+    AppChangesPage, AuditPage, HomePage, PeoplePage, PinsPage, PlaygroundPage, SignInPage,
     TokensPage,
 };
 
@@ -50,7 +54,6 @@ lazy_pages! {
     AdminTokens => AdminTokensPage,
     Tokens => TokensPage,
     Audit => AuditPage,
-    AppHost => AppPage,
     Playground => PlaygroundPage,
     Pins => PinsPage,
     AppChanges => AppChangesPage,

@@ -21,7 +21,7 @@ pub use protected::{MeResource, Protected};
 pub use theme::{Theme, ThemeToggle};
 
 use crate::auth::get_me;
-use crate::pages::NotFoundPage;
+use crate::pages::{AppPage, NotFoundPage};
 use lazy_pages as page;
 
 /// The HTML document around the app. `theme` comes from the person's saved choice so the
@@ -81,7 +81,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/tokens") view={Lazy::<page::AdminTokens>::new()} ssr=SsrMode::Async />
                     <Route path=path!("/tokens") view={Lazy::<page::Tokens>::new()} ssr=SsrMode::Async />
                     <Route path=path!("/audit") view={Lazy::<page::Audit>::new()} ssr=SsrMode::Async />
-                    <Route path=path!("/apps/:slug") view={Lazy::<page::AppHost>::new()} ssr=SsrMode::Async />
+                    <Route path=path!("/apps/:slug") view=AppPage ssr=SsrMode::Async />
                     <Route path=path!("/servers/:slug") view={Lazy::<page::Playground>::new()} ssr=SsrMode::Async />
                     <Route path=path!("/pins") view={Lazy::<page::Pins>::new()} ssr=SsrMode::Async />
                     <Route path=path!("/audit/app-changes") view={Lazy::<page::AppChanges>::new()} ssr=SsrMode::Async />
