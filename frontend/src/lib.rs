@@ -6,7 +6,7 @@
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    // Asynchronous hydration: a page's code is a chunk loaded before its part of the
-    // document hydrates (the console's routes are lazy).
+    // Asynchronous hydration: a lazy route's code (every page but the app page) is chunks
+    // loaded before its part of the document hydrates.
     leptos::mount::hydrate_lazy(app::App);
 }
