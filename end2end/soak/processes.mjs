@@ -131,7 +131,10 @@ export async function restartPostgres() {
   await until('PostgreSQL', postgresReady, 30_000);
 }
 
-/** psql against `database` as postgres; the unaligned, tuples-only output. */
+/** psql against `database` as postgres; the unaligned, tuples-only output. The audit check
+ * reads a line per tool call (about 80 bytes; tens of thousands on a release build), far
+ * past execFileSync's default 1 MiB of output. */
 export function psql(database, sql) {
-  return execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', database, '-XAtqc', sql], { encoding: 'utf8' });
+  return execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', database, '-XAtqc', sql],
+    { encoding: 'utf8', maxBuffer: 512 * 1024 * 1024 });
 }
