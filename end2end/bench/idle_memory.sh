@@ -3,7 +3,8 @@
 # mode over a database of its own, starts NSERV (12) npm example servers on loopback ports,
 # registers each through the console's API, waits IDLE seconds (15), and prints VmRSS, its
 # anonymous (heap, stacks) and file-backed (the binary's pages) parts, and the largest
-# mappings. Extra arguments are environment settings for strad (MIMALLOC_PURGE_DELAY=0 …).
+# mappings. Extra arguments are environment settings for strad (MIMALLOC_PURGE_DELAY=0 …);
+# NO_APPS=1 registers the servers without the `apps` capability (tools only).
 #
 #   end2end/bench/idle_memory.sh dist/strad dist/site [NAME=value …]
 set -u
@@ -22,13 +23,14 @@ NAMES=(mcp-server-basic-vanillajs mcp-budget-allocator-server mcp-server-debug m
   mcp-server-debug mcp-budget-allocator-server mcp-scenario-modeler-server mcp-cohort-heatmap-server)
 NAMES=("${NAMES[@]:0:${NSERV:-12}}")
 SERVERS=()
+APPS="&cap_apps=on"; [ -n "${NO_APPS:-}" ] && APPS=""
 i=0
 for name in "${NAMES[@]}"; do
   port=$((PORT + 100 + i))
   PORT=$port "$HERE/node_modules/.bin/$name" >/dev/null 2>&1 & SERVERS+=($!)
   for _ in $(seq 1 100); do (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
   status=$(curl -s -b "$JAR" -c "$JAR" -H "Origin: http://127.0.0.1:$PORT" -o /dev/null -w '%{http_code}' \
-    --data "slug=s$i&display_name=$name&url=http://127.0.0.1:$port/mcp&cap_tools=on&cap_apps=on" \
+    --data "slug=s$i&display_name=$name&url=http://127.0.0.1:$port/mcp&cap_tools=on$APPS" \
     "http://127.0.0.1:$PORT/api/servers/register")
   [ "$status" = 200 ] || echo "registering $name answered $status" >&2
   i=$((i + 1))
