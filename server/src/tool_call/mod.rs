@@ -12,16 +12,19 @@ use app::apps::ssr::approval_store::{self, Spent};
 use app::apps::ssr::approvals::{Binding, Unverified, Verified, verify_at};
 use app::audit::ssr::event::{ApprovedCall, ToolCallRow};
 use app::audit::ssr::writer::{self, Actor, AuditEvent};
-use app::entitlements::policy::{Decision, Refusal, Surface};
+use app::entitlements::policy::{Decision, Surface};
 use app::servers::ssr::canonical::{canonical_json, sha256_hex};
 use app::servers::ssr::client::{Hub, ProgressSink, ToolAnswer};
 use app::servers::ssr::failure::upstream_failure;
 use app::servers::ssr::registry::ServerRow;
-use axum::http::StatusCode;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::state::ServerState;
+
+mod told;
+
+pub use told::{CallError, refusal_message};
 
 /// Who calls: a person, and for `/mcp` the login token they call with.
 #[derive(Clone, Debug)]
@@ -50,91 +53,6 @@ pub struct ToolCall {
     pub bytes_in: usize,
     /// The person's approval of this very call, when its decision is `Ask` (SPEC §8).
     pub approval: Option<String>,
-}
-
-/// Why a call did not answer with the server's result. `message` is what the caller may
-/// read: never an upstream server's own words (those go to the log and to the audit row,
-/// under the reference the caller is given).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallError {
-    /// The decision refused it (403).
-    Refused(String),
-    /// A writing tool under `ask`, called without an approval: the host asks the person
-    /// (428), and nothing runs until they approve.
-    NeedsApproval,
-    /// The person called faster than their rate (429, retry after a second).
-    TooMany,
-    /// The call ran, but its audit row could not be committed: its result is withheld (503).
-    NotRecorded,
-    /// The server failed; the detail is logged and audited under `reference` (502).
-    Upstream { reference: String },
-    /// The caller cancelled it.
-    Cancelled,
-}
-
-impl CallError {
-    pub fn status(&self) -> StatusCode {
-        match self {
-            CallError::Refused(_) => StatusCode::FORBIDDEN,
-            CallError::NeedsApproval => StatusCode::PRECONDITION_REQUIRED,
-            CallError::TooMany => StatusCode::TOO_MANY_REQUESTS,
-            CallError::NotRecorded => StatusCode::SERVICE_UNAVAILABLE,
-            CallError::Upstream { .. } => StatusCode::BAD_GATEWAY,
-            CallError::Cancelled => StatusCode::REQUEST_TIMEOUT,
-        }
-    }
-
-    pub fn message(&self) -> String {
-        match self {
-            CallError::Refused(message) => message.clone(),
-            CallError::NeedsApproval => refusal_message(Surface::App, Decision::Ask),
-            CallError::TooMany => "Too many tool calls at once; slow down.".into(),
-            CallError::NotRecorded => "The call could not be recorded.".into(),
-            CallError::Upstream { reference } => {
-                format!("The server could not run the tool (reference {reference}).")
-            }
-            CallError::Cancelled => "The request was cancelled.".into(),
-        }
-    }
-}
-
-/// What the caller is told of a refusal.
-pub fn refusal_message(surface: Surface, decision: Decision) -> String {
-    let from = match surface {
-        Surface::App | Surface::Host => "apps",
-        Surface::Playground => "the playground",
-        Surface::McpClient => "MCP clients",
-    };
-    match (decision, surface) {
-        (Decision::Run, _) => String::new(),
-        (Decision::Ask, _) => "This tool changes things: approve it in the console.".into(),
-        (Decision::Refuse(Refusal::TokenSession), _) => {
-            "A session opened with a login token cannot call tools.".into()
-        }
-        (Decision::Refuse(Refusal::NotApproved), _) => {
-            format!("This server is not approved for tools from {from}.")
-        }
-        (Decision::Refuse(Refusal::UnknownTool), _) => "This server has no such tool.".into(),
-        (Decision::Refuse(Refusal::NotVisible), Surface::App) => {
-            "This tool is not available to apps.".into()
-        }
-        (Decision::Refuse(Refusal::NotVisible), Surface::McpClient) => {
-            "This tool is not available to MCP clients.".into()
-        }
-        (Decision::Refuse(Refusal::NotVisible), _) => {
-            "This tool is for apps only: it is not offered here.".into()
-        }
-        (Decision::Refuse(Refusal::NotInPolicy), _) => {
-            format!("This server's policy does not allow this tool from {from}.")
-        }
-        (Decision::Refuse(Refusal::WritingDenied), Surface::Host) => {
-            "The declaring tool changes things: the app calls it when you ask.".into()
-        }
-        (Decision::Refuse(Refusal::WritingDenied), _) => {
-            "This tool changes things, and this server's policy refuses such calls from apps."
-                .into()
-        }
-    }
 }
 
 /// Why an approval let nothing run (403 each, SPEC §8).
@@ -437,6 +355,8 @@ pub fn unix_now() -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use axum::http::StatusCode;
+
     use super::*;
 
     #[test]
@@ -451,30 +371,6 @@ mod tests {
     }
 
     #[test]
-    fn an_upstream_failure_tells_the_caller_a_reference_and_nothing_of_the_server() {
-        let error = CallError::Upstream {
-            reference: "0123456789ab".into(),
-        };
-        assert_eq!(error.status(), StatusCode::BAD_GATEWAY);
-        assert_eq!(
-            error.message(),
-            "The server could not run the tool (reference 0123456789ab)."
-        );
-    }
-
-    #[test]
-    fn a_call_awaiting_approval_answers_428_and_tells_the_person_to_approve_it() {
-        assert_eq!(
-            CallError::NeedsApproval.status(),
-            StatusCode::PRECONDITION_REQUIRED
-        );
-        assert_eq!(
-            CallError::NeedsApproval.message(),
-            "This tool changes things: approve it in the console."
-        );
-    }
-
-    #[test]
     fn every_approval_refusal_is_403_with_its_own_message() {
         let refusals = [
             ApprovalRefused::DoesNotMatch,
@@ -486,27 +382,6 @@ mod tests {
         for refusal in refusals {
             assert_eq!(refusal.error().status(), StatusCode::FORBIDDEN);
             assert!(refusal.outcome().starts_with("refused: "));
-        }
-    }
-
-    #[test]
-    fn every_refusal_has_a_message_for_every_surface() {
-        for surface in [
-            Surface::Playground,
-            Surface::App,
-            Surface::McpClient,
-            Surface::Host,
-        ] {
-            for refusal in [
-                Refusal::TokenSession,
-                Refusal::UnknownTool,
-                Refusal::NotVisible,
-                Refusal::NotInPolicy,
-                Refusal::WritingDenied,
-                Refusal::NotApproved,
-            ] {
-                assert!(!refusal_message(surface, Decision::Refuse(refusal)).is_empty());
-            }
         }
     }
 }
