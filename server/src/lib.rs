@@ -31,5 +31,11 @@ pub mod write_gate;
 /// the tests and benchmarks that run it in process). A tool call allocates and frees a few
 /// hundred small buffers across threads; with glibc's allocator that was the largest single
 /// share of strad's CPU under load (docs/benchmarks.md).
+///
+/// Built with `no_thp`: mimalloc otherwise asks the kernel for transparent huge pages on its
+/// arenas, and with THP in `madvise` mode (Debian's default) every touched 2 MiB stays
+/// resident, which more than doubled the idle heap (docs/benchmarks.md, memory). The
+/// setting is per process and children inherit it, so stdio servers strad starts run
+/// without THP too.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
