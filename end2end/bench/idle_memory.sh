@@ -4,7 +4,8 @@
 # registers each through the console's API, waits IDLE seconds (15), and prints VmRSS, its
 # anonymous (heap, stacks) and file-backed (the binary's pages) parts, and the largest
 # mappings. Extra arguments are environment settings for strad (MIMALLOC_PURGE_DELAY=0 …);
-# NO_APPS=1 registers the servers without the `apps` capability (tools only).
+# NO_APPS=1 registers the servers without the `apps` capability (tools only). With
+# STRAD_BENCH_SUMMARY set (`./x bench`), adds its VmRSS to that file.
 #
 #   end2end/bench/idle_memory.sh dist/strad dist/site [NAME=value …]
 set -u
@@ -38,6 +39,12 @@ done
 sleep "${IDLE:-15}"
 echo "strad idle with ${#NAMES[@]} servers registered:"
 grep -E 'VmRSS|RssAnon|RssFile|Threads' "/proc/$STRAD/status"
+# `./x bench` puts the figure beside the others.
+if [ -n "${STRAD_BENCH_SUMMARY:-}" ]; then
+  awk -v n="${#NAMES[@]}" '/^VmRSS/ { rss = $2 } /^RssAnon/ { anon = $2 }
+    END { printf "VmRSS idle, %d servers registered (heap and stacks)\t%.1f MiB (%.1f MiB)\t≤ 60 MB\n", n, rss / 1024, anon / 1024 }' \
+    "/proc/$STRAD/status" >>"$STRAD_BENCH_SUMMARY"
+fi
 echo "largest mappings (resident kB, range, file):"
 awk '/^[0-9a-f]+-[0-9a-f]+ /{m=$1" "$6} /^Rss:/{if($2>1000) print "  "$2, m}' "/proc/$STRAD/smaps" | sort -rn
 kill "$STRAD"; for pid in "${SERVERS[@]}"; do kill "$pid"; done; wait "$STRAD" 2>/dev/null
