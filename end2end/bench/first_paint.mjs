@@ -3,8 +3,9 @@
 // dist/site) in local mode over a database of its own, registers the npm example servers
 // (a dozen, some twice), reads strad's idle VmRSS, then opens each app's page RUNS times in
 // a fresh browser context (a cold cache, as a first visit) and reads, in the page, the time
-// from the navigation's start to the frame's request and its response's end, to hydration,
-// to the app's first message (its `ui/initialize`), and to the host marking the app session
+// from the navigation's start to the frame's request and its document's load (where the
+// resource timing of a cross-site frame ends), to hydration, to the app's first message
+// (its `ui/initialize`), and to the host marking the app session
 // initialized (`data-app-session`, set on the app's `ui/notifications/initialized`), and the
 // wasm an app page's first load transfers. Last,
 // SESSIONS (200) app sessions at once, each opened (a frame ticket), its frame loaded from
@@ -138,7 +139,7 @@ try {
       await tab.locator('iframe.app-frame[data-app-session="initialized"]').waitFor({ state: 'attached', timeout: 30_000 });
       const moments = await tab.evaluate(() => {
         const frame = performance.getEntriesByType('resource').find((e) => e.name.includes('/frame/'));
-        return { ...window.__moments, frame: frame?.startTime, received: frame?.responseEnd };
+        return { ...window.__moments, frame: frame?.startTime, loaded: frame?.responseEnd };
       });
       runs.push(moments);
       if (transferred.length === 0) {
@@ -153,14 +154,14 @@ try {
       }
       await fresh.close();
     }
-    rows.push([name, ...['frame', 'received', 'hydrated', 'asked', 'initialized'].map((k) => median(runs.map((r) => r[k])))]);
+    rows.push([name, ...['frame', 'loaded', 'hydrated', 'asked', 'initialized'].map((k) => median(runs.map((r) => r[k])))]);
   }
   const after = rssKiB(strad.child.pid);
   const load = await sessionsAtOnce(strad, state, slugs);
 
   const ms = (x) => `${Math.round(x)} ms`;
   console.log(`\nNavigation start to each moment, median of ${RUNS} cold loads:\n`);
-  console.log('| app (npm bin) | frame requested | frame received | hydrated | app sent ui/initialize | app initialized |');
+  console.log('| app (npm bin) | frame requested | frame loaded | hydrated | app sent ui/initialize | app initialized |');
   console.log('|---|---|---|---|---|---|');
   for (const [name, ...moments] of rows) {
     console.log(`| ${name} | ${moments.map(ms).join(' | ')} |`);
