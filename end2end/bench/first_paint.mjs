@@ -5,12 +5,11 @@
 // a fresh browser context (a cold cache, as a first visit) and reads, in the page, the time
 // from the navigation's start to the frame's request and its document's load (where the
 // resource timing of a cross-site frame ends), to hydration, to the app's first message
-// (its `ui/initialize`), and to the host marking the app session
-// initialized (`data-app-session`, set on the app's `ui/notifications/initialized`), and the
-// wasm an app page's first load transfers. Last,
-// SESSIONS (200) app sessions at once, each opened (a frame ticket), its frame loaded from
-// the sandbox origin and CALLS_PER_SESSION (5) tool calls made through the app route, with
-// strad's peak and settled VmRSS. Prints markdown tables, and adds its headline figures to
+// (its `ui/initialize`), and to the host marking the app session initialized
+// (`data-app-session`, set on the app's `ui/notifications/initialized`), and the wasm an app
+// page's first load transfers. Last, SESSIONS (200) app sessions at once, each opened (a
+// frame ticket), its frame loaded from the sandbox origin and CALLS_PER_SESSION (5) tool
+// calls made through the app route, with strad's peak and settled VmRSS. Prints markdown tables, and adds its headline figures to
 // the file STRAD_BENCH_SUMMARY names (`./x bench` prints them together); asserts nothing.
 //
 //   node end2end/bench/first_paint.mjs        (RUNS=9 by default; STRAD_BIN, STRAD_SITE_ROOT)
