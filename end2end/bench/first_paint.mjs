@@ -7,9 +7,10 @@
 // its document's load (where the resource timing of a cross-site frame ends), to
 // hydration, to the app's first message (its `ui/initialize`), and to the host marking the
 // app session initialized (`data-app-session`, set on the app's
-// `ui/notifications/initialized`), and the wasm an app page's first load transfers. Last, SESSIONS (200) app sessions at once, each opened (a
-// frame ticket), its frame loaded from the sandbox origin and CALLS_PER_SESSION (5) tool
-// calls made through the app route, with strad's peak and settled VmRSS. Prints markdown
+// `ui/notifications/initialized`), and the wasm an app page's first load transfers. Last,
+// SESSIONS (200) app sessions at once, each opened (a frame ticket), its frame loaded from
+// the sandbox origin and CALLS_PER_SESSION (5) tool calls made through the app route, with
+// strad's peak and settled VmRSS. Prints markdown
 // tables, and adds its headline figures to the file STRAD_BENCH_SUMMARY names (`./x bench`
 // prints them together); asserts nothing.
 //

@@ -38,12 +38,13 @@ for name in "${NAMES[@]}"; do
 done
 sleep "${IDLE:-15}"
 echo "strad idle with ${#NAMES[@]} servers registered:"
-grep -E 'VmRSS|RssAnon|RssFile|Threads' "/proc/$STRAD/status"
-# `./x bench` puts the figure beside the others.
+STATUS=$(grep -E 'VmRSS|RssAnon|RssFile|Threads' "/proc/$STRAD/status")
+echo "$STATUS"
+# `./x bench` puts the figure printed above beside the others.
 if [ -n "${STRAD_BENCH_SUMMARY:-}" ]; then
   awk -v n="${#NAMES[@]}" '/^VmRSS/ { rss = $2 } /^RssAnon/ { anon = $2 }
     END { printf "VmRSS idle, %d servers registered (heap and stacks)\t%.1f MiB (%.1f MiB)\t≤ 60 MB\n", n, rss / 1024, anon / 1024 }' \
-    "/proc/$STRAD/status" >>"$STRAD_BENCH_SUMMARY"
+    <<<"$STATUS" >>"$STRAD_BENCH_SUMMARY"
 fi
 echo "largest mappings (resident kB, range, file):"
 awk '/^[0-9a-f]+-[0-9a-f]+ /{m=$1" "$6} /^Rss:/{if($2>1000) print "  "$2, m}' "/proc/$STRAD/smaps" | sort -rn
