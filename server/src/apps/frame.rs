@@ -6,8 +6,6 @@
 //! or, when one is configured, only on the sandbox origin (`sandbox_frame`, which reads and
 //! sets no cookie: the signed ticket names the person). Both serve through `serve`.
 
-use std::sync::Arc;
-
 use app::apps::ssr::{csp, pins, scripts, tickets};
 use app::error::AppError;
 use app::servers::Capability;
@@ -18,7 +16,6 @@ use axum::response::{IntoResponse, Response};
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use super::frame_cache::PreparedFrame;
 use crate::prefetch;
 use crate::state::ServerState;
 
@@ -235,7 +232,7 @@ async fn serve(
     // A prepared copy of exactly this pin row version is served from memory; anything else
     // is read, checked and prepared again.
     if let Some(prepared) = state.frames.get(person, slug, uri, &head.version) {
-        return Ok(prepared.response(on_sandbox));
+        return Ok(prepared.response(on_sandbox, headers));
     }
     let pin = pins::get(pool, person, slug, uri)
         .await?
@@ -266,19 +263,18 @@ async fn serve(
             "The app could not be served.",
         ));
     };
-    let prepared = Arc::new(PreparedFrame {
-        body: Bytes::from(served),
-        csp,
-    });
+    let (prepared, new) = state.frames.prepare(Bytes::from(served), csp);
+    if new {
+        let compressing = prepared.clone();
+        tokio::task::spawn_blocking(move || compressing.compress());
+    }
     // The version read with the bytes: a row changed since is prepared again next time.
     if let Ok(Some(head)) = pins::head(pool, person, slug, uri).await
         && head.sha256 == pin.sha256
     {
-        state
-            .frames
-            .put(person, slug, uri, head.version, prepared.clone());
+        state.frames.put(person, slug, uri, head.version, &prepared);
     }
-    Ok(prepared.response(on_sandbox))
+    Ok(prepared.response(on_sandbox, headers))
 }
 
 const NOT_OPENED: &str = "This app was stopped: it tried to load a second document, or this frame was not opened by the console. Open the app again from the console.";

@@ -46,6 +46,47 @@ async fn the_frame_serves_the_pin_under_exactly_the_frame_csp(pool: PgPool) {
     assert_eq!(pinned, 1, "pinned once, audited");
 }
 
+/// A browser's frame load gets the pin compressed, once strad has compressed it (off the
+/// request path, after the first load): the same bytes, under the same policy.
+#[sqlx::test(migrations = false)]
+async fn the_frame_is_sent_compressed_to_a_browser_that_accepts_it(pool: PgPool) {
+    use std::io::Read;
+    let (app, admin, _server) = spawn_app_with_widget(pool).await;
+    let plain = frame(&app, &admin, "widget").await;
+    assert!(plain.headers().get("content-encoding").is_none());
+    let csp = plain.headers()["content-security-policy"].clone();
+    let served = plain.bytes().await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (coding, sent) = loop {
+        let issued = ticket(&app, &admin, "widget").await.unwrap();
+        let response = admin
+            .get(app.url(&format!("/apps/widget/frame/{issued}")))
+            .header("sec-fetch-site", "same-origin")
+            .header("sec-fetch-dest", "iframe")
+            .header("accept-encoding", "gzip, deflate, br, zstd")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-security-policy"], csp);
+        assert_eq!(response.headers()["vary"], "accept-encoding");
+        let coding = response.headers().get("content-encoding").cloned();
+        let body = response.bytes().await.unwrap();
+        match coding {
+            Some(coding) => break (coding, body),
+            None => assert_eq!(body, served, "sent as it is until compressed"),
+        }
+        assert!(std::time::Instant::now() < deadline, "never compressed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(coding, "br");
+    let mut decoded = Vec::new();
+    brotli::Decompressor::new(&sent[..], 4096)
+        .read_to_end(&mut decoded)
+        .unwrap();
+    assert_eq!(decoded, served);
+}
+
 #[sqlx::test(migrations = false)]
 async fn a_corrupt_pin_is_refused_with_a_clear_message(pool: PgPool) {
     let (app, admin, _server) = spawn_app_with_widget(pool).await;
