@@ -167,6 +167,7 @@ impl Application {
             oidc,
             local,
             frames: Arc::default(),
+            ticket_spends: app::apps::ssr::tickets::Spends::spawn(pool.clone()),
             hints: Arc::default(),
             memos: memos.clone(),
             audit: app::audit::ssr::writer::Appender::spawn(pool.clone(), config.audit_calls_flush),

@@ -184,23 +184,115 @@ fn decode(payload: &[u8]) -> Option<Claims> {
     })
 }
 
-/// Spends a verified ticket: `true` the first time on any instance, `false` ever after.
-pub async fn spend(pool: &PgPool, claims: &Claims) -> Result<bool, sqlx::Error> {
-    let spent = sqlx::query!(
-        "INSERT INTO frame_ticket_spends (nonce, expires_at) VALUES ($1, to_timestamp($2))
-         ON CONFLICT (nonce) DO NOTHING",
-        &claims.nonce[..],
-        claims.expires_at as f64,
+/// Spends verified tickets, many in one statement: a caller waits until its ticket's nonce
+/// is in `frame_ticket_spends` (or found there already). A spend that arrives while one
+/// statement is in flight goes in the next, with every other that arrived meanwhile, so a
+/// frame load alone waits one round trip as before and concurrent loads share theirs (one
+/// statement, one commit, instead of one each). One task, on a connection of its own for
+/// as long as that connection works.
+#[derive(Clone)]
+pub struct Spends {
+    send: tokio::sync::mpsc::UnboundedSender<Spending>,
+}
+
+struct Spending {
+    nonce: [u8; 16],
+    expires_at: i64,
+    first: tokio::sync::oneshot::Sender<Result<bool, String>>,
+}
+
+/// Tickets spent in one statement at most.
+const SPENDS_AT_ONCE: usize = 256;
+
+impl Spends {
+    /// Starts the spender on `pool`; it stops when every `Spends` is dropped.
+    pub fn spawn(pool: PgPool) -> Self {
+        let (send, mut received) = tokio::sync::mpsc::unbounded_channel::<Spending>();
+        tokio::spawn(async move {
+            let mut batch = Vec::with_capacity(SPENDS_AT_ONCE);
+            let mut held: Option<sqlx::pool::PoolConnection<sqlx::Postgres>> = None;
+            while received.recv_many(&mut batch, SPENDS_AT_ONCE).await > 0 {
+                // A connection that failed is let go and the next batch takes another. A
+                // failed batch is not tried again: its commit may have happened, and its
+                // frame loads are refused.
+                let inserted = async {
+                    let mut connection = match held.take() {
+                        Some(connection) => connection,
+                        None => pool.acquire().await?,
+                    };
+                    let nonces: Vec<([u8; 16], i64)> =
+                        batch.iter().map(|s| (s.nonce, s.expires_at)).collect();
+                    let new = spend_many(&mut connection, &nonces).await?;
+                    held = Some(connection);
+                    Ok::<_, sqlx::Error>(new)
+                };
+                match inserted.await {
+                    Ok(mut new) => {
+                        for spending in batch.drain(..) {
+                            // The first of a nonce's spends in the batch takes it; any other
+                            // (the same ticket twice at once) finds it gone.
+                            let first = new.remove(&spending.nonce);
+                            crate::metrics::ticket(if first {
+                                crate::metrics::Ticket::Spent
+                            } else {
+                                crate::metrics::Ticket::Refused
+                            });
+                            let _ = spending.first.send(Ok(first));
+                        }
+                    }
+                    Err(error) => {
+                        let why = error.to_string();
+                        for spending in batch.drain(..) {
+                            let _ = spending.first.send(Err(why.clone()));
+                        }
+                    }
+                }
+            }
+        });
+        Self { send }
+    }
+
+    /// Spends a verified ticket: `true` the first time on any instance, `false` ever after.
+    pub async fn spend(&self, claims: &Claims) -> Result<bool, sqlx::Error> {
+        let (first, answer) = tokio::sync::oneshot::channel();
+        self.send
+            .send(Spending {
+                nonce: claims.nonce,
+                expires_at: claims.expires_at,
+                first,
+            })
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        match answer.await {
+            Ok(Ok(first)) => Ok(first),
+            Ok(Err(why)) => Err(sqlx::Error::Protocol(why)),
+            Err(_) => Err(sqlx::Error::PoolClosed),
+        }
+    }
+}
+
+/// Inserts each nonce not spent yet, in one statement; returns those it inserted.
+async fn spend_many(
+    connection: &mut sqlx::PgConnection,
+    spends: &[([u8; 16], i64)],
+) -> Result<std::collections::HashSet<[u8; 16]>, sqlx::Error> {
+    let nonces: Vec<Vec<u8>> = spends.iter().map(|(n, _)| n.to_vec()).collect();
+    let expiries: Vec<f64> = spends.iter().map(|(_, e)| *e as f64).collect();
+    // A nonce twice in one statement goes in once: the second conflicts with the first.
+    let inserted = sqlx::query_scalar!(
+        r#"INSERT INTO frame_ticket_spends (nonce, expires_at)
+           SELECT nonce, to_timestamp(expires_at)
+             FROM unnest($1::bytea[], $2::float8[]) AS spend(nonce, expires_at)
+           ON CONFLICT (nonce) DO NOTHING
+           RETURNING nonce"#,
+        &nonces,
+        &expiries,
     )
-    .execute(pool)
+    .fetch_all(connection)
     .await?;
-    let first = spent.rows_affected() == 1;
-    crate::metrics::ticket(if first {
-        crate::metrics::Ticket::Spent
-    } else {
-        crate::metrics::Ticket::Refused
-    });
-    Ok(first)
+    Ok(inserted
+        .into_iter()
+        .filter_map(|nonce| <[u8; 16]>::try_from(nonce.as_slice()).ok())
+        .collect())
 }
 
 /// Forgets spends whose tickets have expired (they can no longer verify). Returns how many.
@@ -322,14 +414,42 @@ mod tests {
         let a = tickets(&[7; 32]);
         let t = a.issue(Uuid::new_v4(), "clock", "ui://c", DIGEST).unwrap();
         let claims = a.verify(&t, "clock").unwrap();
-        assert!(spend(&pool, &claims).await.unwrap());
-        assert!(!spend(&pool, &claims).await.unwrap(), "spent");
+        let spends = Spends::spawn(pool.clone());
+        assert!(spends.spend(&claims).await.unwrap());
+        assert!(!spends.spend(&claims).await.unwrap(), "spent");
         let expired = Claims {
             nonce: [1; 16],
             expires_at: 1_000,
             ..claims
         };
-        assert!(spend(&pool, &expired).await.unwrap());
+        assert!(spends.spend(&expired).await.unwrap());
         assert_eq!(prune(&pool).await.unwrap(), 1, "only the expired one goes");
+    }
+
+    /// Many loads at once, each ticket presented several times among them: each is spent by
+    /// exactly one, whether its presentations share a statement or not.
+    #[sqlx::test(migrations = "../migrations")]
+    async fn tickets_spent_together_are_each_spent_once(pool: PgPool) {
+        let a = tickets(&[7; 32]);
+        let spends = Spends::spawn(pool.clone());
+        let claims: Vec<Claims> = (0..50)
+            .map(|_| {
+                let t = a.issue(Uuid::new_v4(), "clock", "ui://c", DIGEST).unwrap();
+                a.verify(&t, "clock").unwrap()
+            })
+            .collect();
+        let presented: Vec<&Claims> = claims.iter().cycle().take(claims.len() * 4).collect();
+        let firsts = futures::future::join_all(presented.iter().map(|c| spends.spend(c))).await;
+        for (i, c) in claims.iter().enumerate() {
+            let spent_by = presented
+                .iter()
+                .zip(&firsts)
+                .filter(|(p, first)| p.nonce == c.nonce && *first.as_ref().unwrap())
+                .count();
+            assert_eq!(spent_by, 1, "ticket {i}");
+        }
+        // And a spender of another instance finds them spent.
+        let other = Spends::spawn(pool.clone());
+        assert!(!other.spend(&claims[0]).await.unwrap());
     }
 }
