@@ -1,23 +1,68 @@
-//! The frame route serving a 300 KiB app, taking turns with nginx serving the same bytes.
+//! The frame route serving a 300 KiB app, taking turns with nginx serving the same bytes,
+//! both asked as a browser asks (`Accept-Encoding`) and both answering with the same gzip.
 
 use super::*;
+
+/// An app of `APP_BYTES`: three inline scripts and, between them, code-like text that gzip
+/// shrinks about fourfold, as it does the official example apps (3.4–3.9×).
+fn big_app() -> String {
+    let script = |n: usize| format!("<script>window.part{n} = {n};</script>");
+    let words = [
+        "function", "return", "const", "let", "this", "value", "state", "render", "update",
+        "element", "props", "children", "window", "document", "length", "index", "object",
+        "string", "number", "array",
+    ];
+    let letters = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$";
+    // xorshift64: the same app every run.
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move |below: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % below as u64) as usize
+    };
+    let mut html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>big</title>{}</head><body><script>",
+        script(1)
+    );
+    while html.len() < APP_BYTES - 200 {
+        let (a, b, c, d) = (
+            words[next(words.len())],
+            letters[next(letters.len())] as char,
+            &words[next(words.len())][..3],
+            words[next(words.len())],
+        );
+        html.push_str(&format!(
+            "{a} {b}{c}={d}({},{});",
+            words[next(words.len())],
+            next(100)
+        ));
+    }
+    html.push_str("</script>");
+    html.push_str(&script(2));
+    html.push_str(&script(3));
+    html.push_str("</body></html>");
+    html
+}
+
+/// A frame load's response as a browser accepts it; the gzip body's length when it is one.
+async fn gzip_load(response: reqwest::Response) -> Result<usize, String> {
+    if !response.status().is_success() {
+        return Err(format!("status {}", response.status()));
+    }
+    let gzip = response
+        .headers()
+        .get("content-encoding")
+        .is_some_and(|v| v == "gzip");
+    let body = response.bytes().await.map_err(|e| e.to_string())?;
+    gzip.then_some(body.len())
+        .ok_or_else(|| "not gzip".to_owned())
+}
 
 pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
     // The frame route.
     let apps = TestServer::start().await;
-    let script = |n: usize| format!("<script>window.part{n} = {n};</script>");
-    let filler = "<p>strad frame benchmark: lorem ipsum dolor sit amet.</p>\n";
-    let mut html = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>big</title>{}</head><body>",
-        script(1)
-    );
-    while html.len() < APP_BYTES - 200 {
-        html.push_str(filler);
-    }
-    html.push_str(&script(2));
-    html.push_str(&script(3));
-    html.push_str("</body></html>");
-    apps.control(json!({"html": html})).await;
+    apps.control(json!({"html": big_app()})).await;
     register_server(app, admin, "big", &apps.url, true).await;
     let granted = server_fn(
         app,
@@ -30,61 +75,70 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
     // Tickets (the app session of each frame load) are issued when the console opens the
     // app; they are minted before the clock starts, so only the frame route is measured.
     let tickets = Arc::new(std::sync::Mutex::new(
-        mint_tickets(app, admin, "big", 2 * ROUNDS * FRAMES + 400).await,
+        mint_tickets(app, admin, "big", 2 * ROUNDS * FRAMES + 800).await,
     ));
-    let frame = {
+    let load = {
         let (client, url, tickets) = (admin.clone(), app.url("/apps/big/frame"), tickets.clone());
-        move || {
-            let (client, url) = (client.clone(), url.clone());
+        move |accept: &'static str| {
             let ticket = tickets.lock().unwrap().pop().expect("enough tickets");
-            async move {
-                let response = client
-                    .get(format!("{url}/{ticket}"))
-                    .header("sec-fetch-site", "same-origin")
-                    .header("sec-fetch-dest", "iframe")
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if !response.status().is_success() {
-                    return Err(format!("status {}", response.status()));
-                }
-                let body = response.bytes().await.map_err(|e| e.to_string())?;
-                (body.len() > APP_BYTES / 2)
-                    .then_some(())
-                    .ok_or("short body".into())
-            }
+            client
+                .get(format!("{url}/{ticket}"))
+                .header("sec-fetch-site", "same-origin")
+                .header("sec-fetch-dest", "iframe")
+                .header("accept-encoding", accept)
+                .send()
         }
     };
-    // nginx serves the bytes strad serves (after `<base target>`), with the same CSP header.
-    let first_ticket = tickets.lock().unwrap().pop().unwrap();
-    let first = admin
-        .get(app.url(&format!("/apps/big/frame/{first_ticket}")))
-        .header("sec-fetch-site", "same-origin")
-        .header("sec-fetch-dest", "iframe")
-        .send()
-        .await
-        .unwrap();
+    // The bytes strad serves (after `<base target>`) and their gzip, once strad has
+    // compressed them (after the first load), with the same CSP header.
+    let first = load("identity").await.unwrap();
     assert_eq!(first.status(), 200);
     let csp = first.headers()["content-security-policy"]
         .to_str()
         .unwrap()
         .to_owned();
     let served = first.bytes().await.unwrap();
-    let nginx = Nginx::start(&served, &csp);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let gzipped = loop {
+        let response = load("gzip").await.unwrap();
+        let gzip = response
+            .headers()
+            .get("content-encoding")
+            .is_some_and(|v| v == "gzip");
+        let body = response.bytes().await.unwrap();
+        if gzip {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "strad never compressed the app");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let frame = {
+        let load = load.clone();
+        let expected = gzipped.len();
+        move || {
+            let sent = load("gzip");
+            async move {
+                let length = gzip_load(sent.await.map_err(|e| e.to_string())?).await?;
+                (length == expected)
+                    .then_some(())
+                    .ok_or_else(|| format!("{length} bytes, not {expected}"))
+            }
+        }
+    };
+    // nginx serves the same two files with `gzip_static`.
+    let nginx = Nginx::start(&served, &gzipped, &csp);
     let plain = reqwest::Client::new();
     let nginx_get = {
         let url = nginx.url.clone();
+        let expected = gzipped.len();
         move || {
             let (client, url) = (plain.clone(), url.clone());
             async move {
-                let response = client.get(url).send().await.map_err(|e| e.to_string())?;
-                if !response.status().is_success() {
-                    return Err(format!("status {}", response.status()));
-                }
-                let body = response.bytes().await.map_err(|e| e.to_string())?;
-                (body.len() > APP_BYTES / 2)
+                let sent = client.get(url).header("accept-encoding", "gzip").send();
+                let length = gzip_load(sent.await.map_err(|e| e.to_string())?).await?;
+                (length == expected)
                     .then_some(())
-                    .ok_or("short body".into())
+                    .ok_or_else(|| format!("{length} bytes, not {expected}"))
             }
         }
     };
@@ -94,8 +148,9 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
     // Strad and nginx take turns, ROUNDS times, so that the machine's slow moments fall on
     // both; each round is one ratio, and the median round is the figure.
     println!(
-        "\nframe route, a {} KiB app, {ROUNDS} rounds of {FRAMES} loads each, taking turns",
-        served.len() / 1024
+        "\nframe route, a {} KiB app sent as {} KiB of gzip, {ROUNDS} rounds of {FRAMES} loads each, taking turns",
+        served.len() / 1024,
+        gzipped.len() / 1024
     );
     // During strad's turn, CPU per load: strad's, PostgreSQL's (a frame load served from
     // memory asks it nothing), split into its connections' (strad reading it) and its own

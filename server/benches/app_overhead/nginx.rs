@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// nginx from Debian's package on a free loopback port, serving one file.
+/// nginx from Debian's package on a free loopback port, serving one file and its gzip.
 pub struct Nginx {
     pub url: String,
     port: u16,
@@ -31,7 +31,7 @@ impl Drop for TempDir {
 }
 
 impl Nginx {
-    pub fn start(body: &[u8], csp: &str) -> Nginx {
+    pub fn start(body: &[u8], gzipped: &[u8], csp: &str) -> Nginx {
         use std::os::unix::fs::PermissionsExt;
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("strad-bench-nginx-{port}"));
@@ -40,6 +40,7 @@ impl Nginx {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         std::fs::write(dir.join("www/app.html"), body).unwrap();
+        std::fs::write(dir.join("www/app.html.gz"), gzipped).unwrap();
         let user = if is_root() { "user root;" } else { "" };
         let d = dir.display();
         let config = format!(
@@ -52,6 +53,8 @@ http {{
   access_log off;
   sendfile on;
   tcp_nopush on;
+  gzip_static on;
+  gzip_vary on;
   keepalive_requests 1000000;
   client_body_temp_path {d}/client;
   proxy_temp_path {d}/proxy;
