@@ -12,7 +12,8 @@
 //!   (`STRAD_UPSTREAM_TOOL_CALLS=rmcp`).
 //! - Frame route: `GET /apps/<slug>/frame` (session, entitlement, pin, CSP) for a 300 KiB
 //!   app with three inline scripts, and nginx (Debian's package, started here on a loopback
-//!   port) serving the very bytes strad served, with the same load generator.
+//!   port) serving the very bytes strad served, with the same load generator; both are asked
+//!   as a browser asks (`Accept-Encoding`) and send the same gzip.
 //!
 //! The paths compared take turns, several rounds, so that the machine's slow moments fall on
 //! each; the median round gives the figures. While the calls run, the CPU time of strad's
@@ -156,8 +157,14 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     measure(300, 4, through.clone()).await;
     measure(300, 4, via_mcp.clone()).await;
     // For a profiler: `STRAD_BENCH_ONLY=app|mcp|refused` runs only that path (`refused`: an
-    // app call refused by policy), 15 000 calls, from 32 callers or with `:1` from one.
+    // app call refused by policy), 15 000 calls, from 32 callers or with `:1` from one;
+    // `STRAD_BENCH_ONLY=frames` runs only the frame route beside nginx.
     if let Ok(only) = std::env::var("STRAD_BENCH_ONLY") {
+        if only == "frames" {
+            let node = upstream.pid().expect("the upstream server runs");
+            frame_route::beside_nginx(&app, &admin, node).await;
+            return;
+        }
         eprintln!("profiling window: pid {}", std::process::id());
         let (path, callers) = match only.split_once(':') {
             Some((path, "1")) => (path, 1),
