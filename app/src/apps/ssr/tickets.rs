@@ -203,6 +203,8 @@ struct Spending {
 
 /// Tickets spent in one statement at most.
 const SPENDS_AT_ONCE: usize = 256;
+/// The longest a statement of spends is waited for; its loads are then refused.
+const SPEND_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Spends {
     /// Starts the spender on `pool`; it stops when every `Spends` is dropped.
@@ -226,7 +228,11 @@ impl Spends {
                     held = Some(connection);
                     Ok::<_, sqlx::Error>(new)
                 };
-                match inserted.await {
+                // A connection that stops answering holds no frame load for longer.
+                let inserted = tokio::time::timeout(SPEND_WAIT, inserted)
+                    .await
+                    .unwrap_or_else(|_| Err(sqlx::Error::PoolTimedOut));
+                match inserted {
                     Ok(mut new) => {
                         for spending in batch.drain(..) {
                             // The first of a nonce's spends in the batch takes it; any other
