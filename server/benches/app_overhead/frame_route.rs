@@ -45,8 +45,12 @@ fn big_app() -> String {
     html
 }
 
-/// A frame load's response as a browser accepts it; the gzip body's length when it is one.
-async fn gzip_load(response: reqwest::Response) -> Result<usize, String> {
+/// Whether a load, as a browser accepts it, was answered with `expected` bytes of gzip.
+async fn gzip_load(
+    sent: impl Future<Output = reqwest::Result<reqwest::Response>>,
+    expected: usize,
+) -> Result<(), String> {
+    let response = sent.await.map_err(|e| e.to_string())?;
     if !response.status().is_success() {
         return Err(format!("status {}", response.status()));
     }
@@ -54,9 +58,12 @@ async fn gzip_load(response: reqwest::Response) -> Result<usize, String> {
         .headers()
         .get("content-encoding")
         .is_some_and(|v| v == "gzip");
-    let body = response.bytes().await.map_err(|e| e.to_string())?;
-    gzip.then_some(body.len())
-        .ok_or_else(|| "not gzip".to_owned())
+    let length = response.bytes().await.map_err(|e| e.to_string())?.len();
+    match (gzip, length == expected) {
+        (false, _) => Err("not gzip".to_owned()),
+        (true, false) => Err(format!("{length} bytes, not {expected}")),
+        (true, true) => Ok(()),
+    }
 }
 
 pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
@@ -113,17 +120,8 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let frame = {
-        let load = load.clone();
         let expected = gzipped.len();
-        move || {
-            let sent = load("gzip");
-            async move {
-                let length = gzip_load(sent.await.map_err(|e| e.to_string())?).await?;
-                (length == expected)
-                    .then_some(())
-                    .ok_or_else(|| format!("{length} bytes, not {expected}"))
-            }
-        }
+        move || gzip_load(load("gzip"), expected)
     };
     // nginx serves the same two files with `gzip_static`.
     let nginx = Nginx::start(&served, &gzipped, &csp);
@@ -132,14 +130,10 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         let url = nginx.url.clone();
         let expected = gzipped.len();
         move || {
-            let (client, url) = (plain.clone(), url.clone());
-            async move {
-                let sent = client.get(url).header("accept-encoding", "gzip").send();
-                let length = gzip_load(sent.await.map_err(|e| e.to_string())?).await?;
-                (length == expected)
-                    .then_some(())
-                    .ok_or_else(|| format!("{length} bytes, not {expected}"))
-            }
+            gzip_load(
+                plain.get(&url).header("accept-encoding", "gzip").send(),
+                expected,
+            )
         }
     };
     nginx.wait_ready().await;

@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 pub struct PreparedFrame {
     body: Bytes,
     csp: HeaderValue,
+    /// What the cache knows it by (`key_of` its policy and bytes).
+    key: Key,
     /// The body compressed, set once by `compress` off the request path; until then every
     /// load is sent as it is.
     encoded: OnceLock<Encoded>,
@@ -186,6 +188,7 @@ impl FrameCache {
         let prepared = Arc::new(PreparedFrame {
             body,
             csp,
+            key,
             encoded: OnceLock::new(),
         });
         held.frames.insert(key, prepared.clone());
@@ -202,11 +205,12 @@ impl FrameCache {
         version: String,
         prepared: &PreparedFrame,
     ) {
-        let key = key_of(&prepared.body, &prepared.csp);
         let mut held = self.held();
-        if held.frames.contains_key(&key) {
-            held.by_pin
-                .insert((user, slug.to_owned(), uri.to_owned()), (version, key));
+        if held.frames.contains_key(&prepared.key) {
+            held.by_pin.insert(
+                (user, slug.to_owned(), uri.to_owned()),
+                (version, prepared.key),
+            );
         }
     }
 }

@@ -222,9 +222,7 @@ impl Spends {
                         Some(connection) => connection,
                         None => pool.acquire().await?,
                     };
-                    let nonces: Vec<([u8; 16], i64)> =
-                        batch.iter().map(|s| (s.nonce, s.expires_at)).collect();
-                    let new = spend_many(&mut connection, &nonces).await?;
+                    let new = spend_many(&mut connection, &batch).await?;
                     held = Some(connection);
                     Ok::<_, sqlx::Error>(new)
                 };
@@ -279,10 +277,10 @@ impl Spends {
 /// Inserts each nonce not spent yet, in one statement; returns those it inserted.
 async fn spend_many(
     connection: &mut sqlx::PgConnection,
-    spends: &[([u8; 16], i64)],
+    spends: &[Spending],
 ) -> Result<std::collections::HashSet<[u8; 16]>, sqlx::Error> {
-    let nonces: Vec<Vec<u8>> = spends.iter().map(|(n, _)| n.to_vec()).collect();
-    let expiries: Vec<f64> = spends.iter().map(|(_, e)| *e as f64).collect();
+    let nonces: Vec<Vec<u8>> = spends.iter().map(|s| s.nonce.to_vec()).collect();
+    let expiries: Vec<f64> = spends.iter().map(|s| s.expires_at as f64).collect();
     // A nonce twice in one statement goes in once: the second conflicts with the first.
     let inserted = sqlx::query_scalar!(
         r#"INSERT INTO frame_ticket_spends (nonce, expires_at)
