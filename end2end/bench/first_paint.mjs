@@ -3,10 +3,10 @@
 // dist/site) in local mode over a database of its own, registers the npm example servers
 // (a dozen, some twice), opens each app's page once, reads strad's idle VmRSS, then opens
 // each app's page RUNS times in a fresh browser context (a cold cache, as a first visit)
-// and reads, in the page, the time from the navigation's start to the frame's request and
-// its document's load (where the resource timing of a cross-site frame ends), to
-// hydration, to the app's first message (its `ui/initialize`), and to the host marking the
-// app session initialized (`data-app-session`, set on the app's
+// and reads, in the page, the time from the navigation's start to the page's first byte, to
+// the frame's request and its document's load (where the resource timing of a cross-site
+// frame ends), to hydration, to the app's first message (its `ui/initialize`), and to the
+// host marking the app session initialized (`data-app-session`, set on the app's
 // `ui/notifications/initialized`), and the wasm an app page's first load transfers. Last,
 // SESSIONS (200) app sessions at once, each opened (a frame ticket), its frame loaded from
 // the sandbox origin and CALLS_PER_SESSION (5) tool calls made through the app route, with
@@ -140,7 +140,8 @@ try {
       await tab.locator('iframe.app-frame[data-app-session="initialized"]').waitFor({ state: 'attached', timeout: 30_000 });
       const moments = await tab.evaluate(() => {
         const frame = performance.getEntriesByType('resource').find((e) => e.name.includes('/frame/'));
-        return { ...window.__moments, frame: frame?.startTime, loaded: frame?.responseEnd };
+        const page = performance.getEntriesByType('navigation')[0];
+        return { ...window.__moments, firstByte: page?.responseStart, frame: frame?.startTime, loaded: frame?.responseEnd };
       });
       runs.push(moments);
       if (transferred.length === 0) {
@@ -155,15 +156,15 @@ try {
       }
       await fresh.close();
     }
-    rows.push([name, ...['frame', 'loaded', 'hydrated', 'asked', 'initialized'].map((k) => median(runs.map((r) => r[k])))]);
+    rows.push([name, ...['firstByte', 'frame', 'loaded', 'hydrated', 'asked', 'initialized'].map((k) => median(runs.map((r) => r[k])))]);
   }
   const after = rssKiB(strad.child.pid);
   const load = await sessionsAtOnce(strad, state, slugs);
 
   const ms = (x) => `${Math.round(x)} ms`;
   console.log(`\nNavigation start to each moment, median of ${RUNS} cold loads:\n`);
-  console.log('| app (npm bin) | frame requested | frame loaded | hydrated | app sent ui/initialize | app initialized |');
-  console.log('|---|---|---|---|---|---|');
+  console.log('| app (npm bin) | page first byte | frame requested | frame loaded | hydrated | app sent ui/initialize | app initialized |');
+  console.log('|---|---|---|---|---|---|---|');
   for (const [name, ...moments] of rows) {
     console.log(`| ${name} | ${moments.map(ms).join(' | ')} |`);
   }
@@ -180,7 +181,7 @@ try {
     `${CALLS_PER_SESSION} tool calls each), ${load.seconds.toFixed(1)} s: ${load.failed} failed; ` +
     `VmRSS ${mib(load.before)} before, ${mib(load.peak)} at the peak, ${mib(load.settled)} ${IDLE_SECONDS} s after.`);
 
-  const initialized = rows.map((row) => row[5]);
+  const initialized = rows.map((row) => row[6]);
   summary(`navigation → app initialized, median of the ${rows.length} example apps (slowest)`,
     `${ms(median(initialized))} (${ms(Math.max(...initialized))})`, '≤ 300 ms');
   summary(`wasm of an app page's first load, transferred (${encodings})`,

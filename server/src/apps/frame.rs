@@ -265,8 +265,7 @@ async fn serve(
     };
     let (prepared, new) = state.frames.prepare(Bytes::from(served), csp);
     if new {
-        let compressing = prepared.clone();
-        tokio::task::spawn_blocking(move || compressing.compress());
+        state.frames.compress_later(prepared.clone());
     }
     // The version read with the bytes: a row changed since is prepared again next time.
     if let Ok(Some(head)) = pins::head(pool, person, slug, uri).await

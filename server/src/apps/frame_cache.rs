@@ -2,7 +2,7 @@
 //! their brotli and gzip encodings, each valid for one version of its pin row.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -27,8 +27,8 @@ struct Encoded {
 
 /// brotli's quality and window for an app, once per distinct app. Measured on a 427 KiB
 /// example app: quality 6 is 1.5% larger than 9 in a third of the time (22 ms) and a fifth
-/// of the working memory (about 7 MB against 38 MB, which the allocator may keep); a 1 MiB
-/// window holds any app of that size whole.
+/// of the working memory (about 7 MB against 38 MB); a 1 MiB window holds any app of that
+/// size whole.
 const BROTLI_QUALITY: u32 = 6;
 const BROTLI_WINDOW: u32 = 20;
 
@@ -137,7 +137,11 @@ fn accepts(accept: &str, coding: &str) -> bool {
 /// pinned the same copy, and compressed once. Bounded by bytes; past it, everything is
 /// dropped and prepared again on demand.
 #[derive(Default)]
-pub struct FrameCache(Mutex<Held>);
+pub struct FrameCache {
+    held: Mutex<Held>,
+    /// The compressing thread's inbox, started with the first frame to compress.
+    compressor: OnceLock<mpsc::Sender<Arc<PreparedFrame>>>,
+}
 
 #[derive(Default)]
 struct Held {
@@ -155,7 +159,33 @@ const FRAME_CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 impl FrameCache {
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Compresses `frame` off the request path, on one thread kept for it: frames new at
+    /// once wait their turn rather than take a blocking thread each. After each frame that
+    /// thread hands the compressors' working memory (several MB for brotli) back to the
+    /// system: mimalloc would otherwise keep it resident for the thread, idle until the
+    /// next new frame (docs/benchmarks.md, memory). The thread ends with the cache.
+    pub(super) fn compress_later(&self, frame: Arc<PreparedFrame>) {
+        let inbox = self.compressor.get_or_init(|| {
+            let (inbox, frames) = mpsc::channel::<Arc<PreparedFrame>>();
+            let started = std::thread::Builder::new()
+                .name("strad-compress".into())
+                .spawn(move || {
+                    for frame in frames {
+                        frame.compress();
+                        drop(frame);
+                        crate::release_freed_memory();
+                    }
+                });
+            if let Err(error) = started {
+                tracing::warn!(%error, "frames will be sent uncompressed: no thread to compress them");
+            }
+            inbox
+        });
+        // Fails only when the thread could not start: the frame is then sent as it is.
+        let _ = inbox.send(frame);
     }
 
     pub(super) fn get(
@@ -174,7 +204,7 @@ impl FrameCache {
     }
 
     /// The frame of `body` under `csp`: the one kept already, or a new one, which the caller
-    /// compresses (`PreparedFrame::compress`, off the request path) when told it is new.
+    /// hands to `compress_later` when told it is new.
     pub(super) fn prepare(&self, body: Bytes, csp: HeaderValue) -> (Arc<PreparedFrame>, bool) {
         let key = key_of(&body, &csp);
         let mut held = self.held();
@@ -308,6 +338,33 @@ mod tests {
         assert!(plain.headers().get(header::CONTENT_ENCODING).is_none());
         assert_eq!(plain.headers()[header::X_FRAME_OPTIONS], "SAMEORIGIN");
         assert_eq!(body_of(plain).await, app.as_bytes());
+    }
+
+    #[test]
+    fn frames_handed_to_the_compressor_are_each_compressed_in_turn() {
+        let cache = FrameCache::default();
+        let frames: Vec<_> = (0..3)
+            .map(|n| {
+                let app = format!("<!doctype html><p>app {n}</p>").repeat(200);
+                let (prepared, new) = cache.prepare(
+                    Bytes::from(app),
+                    HeaderValue::from_static("default-src 'none'"),
+                );
+                assert!(new);
+                cache.compress_later(prepared.clone());
+                prepared
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while frames.iter().any(|f| f.encoded.get().is_none()) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not compressed in 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let sent = frames[2].response(true, &request("br"));
+        assert_eq!(sent.headers()[header::CONTENT_ENCODING], "br");
     }
 
     #[test]
