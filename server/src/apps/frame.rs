@@ -265,7 +265,7 @@ async fn serve(
     };
     let (prepared, new) = state.frames.prepare(Bytes::from(served), csp);
     if new {
-        state.frames.compress_later(prepared.clone());
+        state.frames.compress_later(&prepared);
     }
     // The version read with the bytes: a row changed since is prepared again next time.
     if let Ok(Some(head)) = pins::head(pool, person, slug, uri).await

@@ -2,7 +2,7 @@
 //! their brotli and gzip encodings, each valid for one version of its pin row.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, Weak, mpsc};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -139,8 +139,9 @@ fn accepts(accept: &str, coding: &str) -> bool {
 #[derive(Default)]
 pub struct FrameCache {
     held: Mutex<Held>,
-    /// The compressing thread's inbox, started with the first frame to compress.
-    compressor: OnceLock<mpsc::Sender<Arc<PreparedFrame>>>,
+    /// The compressing thread's inbox, started with the first frame to compress. It holds
+    /// frames weakly: one the cache has dropped meanwhile is freed, not compressed.
+    compressor: OnceLock<mpsc::Sender<Weak<PreparedFrame>>>,
 }
 
 #[derive(Default)]
@@ -167,15 +168,16 @@ impl FrameCache {
     /// thread hands the compressors' working memory (several MB for brotli) back to the
     /// system: mimalloc would otherwise keep it resident for the thread, idle until the
     /// next new frame (docs/benchmarks.md, memory). The thread ends with the cache.
-    pub(super) fn compress_later(&self, frame: Arc<PreparedFrame>) {
+    pub(super) fn compress_later(&self, frame: &Arc<PreparedFrame>) {
         let inbox = self.compressor.get_or_init(|| {
-            let (inbox, frames) = mpsc::channel::<Arc<PreparedFrame>>();
+            let (inbox, frames) = mpsc::channel::<Weak<PreparedFrame>>();
             let started = std::thread::Builder::new()
                 .name("strad-compress".into())
                 .spawn(move || {
                     for frame in frames {
-                        frame.compress();
-                        drop(frame);
+                        if let Some(frame) = frame.upgrade() {
+                            frame.compress();
+                        }
                         crate::release_freed_memory();
                     }
                 });
@@ -185,7 +187,7 @@ impl FrameCache {
             inbox
         });
         // Fails only when the thread could not start: the frame is then sent as it is.
-        let _ = inbox.send(frame);
+        let _ = inbox.send(Arc::downgrade(frame));
     }
 
     pub(super) fn get(
@@ -351,7 +353,7 @@ mod tests {
                     HeaderValue::from_static("default-src 'none'"),
                 );
                 assert!(new);
-                cache.compress_later(prepared.clone());
+                cache.compress_later(&prepared);
                 prepared
             })
             .collect();
