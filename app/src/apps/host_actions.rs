@@ -199,9 +199,44 @@ pub fn link_host_allowed(host: &str, allowed: &[String]) -> bool {
         })
 }
 
-/// A host as a person reads it (IDNA decoded), beside the form the browser uses.
+/// A host as a person reads it, shown beside the form the browser uses: each `xn--` label
+/// Punycode-decoded. A label that does not decode, decodes to nothing, or decodes to a
+/// character that hides itself (a control, a space, an invisible or direction mark, a dot
+/// look-alike) stays encoded, so the readable form never shows less than the ASCII one.
+/// Addresses are shown as they are.
 pub fn readable_host(ascii: &str) -> String {
-    url::quirks::domain_to_unicode(ascii)
+    ascii
+        .split('.')
+        .map(|label| {
+            let lower = label.to_ascii_lowercase();
+            lower
+                .strip_prefix("xn--")
+                .and_then(idna::punycode::decode_to_string)
+                .filter(|decoded| !decoded.is_empty() && !decoded.chars().any(hides_itself))
+                .unwrap_or(lower)
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Characters a person cannot see, or would read as something else, in a host name.
+fn hides_itself(c: char) -> bool {
+    c.is_control()
+        || c.is_whitespace()
+        || matches!(c,
+            '\u{00AD}'                     // soft hyphen
+            | '\u{034F}'                   // combining grapheme joiner
+            | '\u{061C}'                   // Arabic letter mark
+            | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
+            | '\u{180B}'..='\u{180F}'     // Mongolian selectors and vowel separator
+            | '\u{200B}'..='\u{200F}'     // zero-width characters, direction marks
+            | '\u{202A}'..='\u{202E}'     // direction embeddings and overrides
+            | '\u{2060}'..='\u{206F}'     // word joiner, invisible operators, isolates
+            | '\u{3002}' | '\u{FF0E}' | '\u{FF61}' // full stops read as dots
+            | '\u{FE00}'..='\u{FE0F}'     // variation selectors
+            | '\u{FEFF}'                   // byte order mark
+            | '\u{E0000}'..='\u{E0FFF}' // tags, variation selectors supplement
+        )
 }
 
 #[cfg(test)]
@@ -314,5 +349,41 @@ mod tests {
     fn punycode_hosts_are_shown_decoded() {
         assert_eq!(readable_host("xn--pple-43d.com"), "аpple.com");
         assert_eq!(readable_host("example.com"), "example.com");
+        assert_eq!(readable_host("XN--PPLE-43D.Com"), "аpple.com");
+        assert_eq!(
+            readable_host("docs.xn--bcher-kva.example"),
+            "docs.bücher.example"
+        );
+        assert_eq!(readable_host("xn--mnchen-3ya.de."), "münchen.de.");
+    }
+
+    #[test]
+    fn addresses_are_shown_as_they_are() {
+        assert_eq!(readable_host("127.0.0.1"), "127.0.0.1");
+        assert_eq!(readable_host("[::1]"), "[::1]");
+    }
+
+    #[test]
+    fn labels_that_would_mislead_are_shown_encoded() {
+        // Not Punycode at all, or decodes to nothing: kept as the browser wrote it.
+        assert_eq!(readable_host("xn--.com"), "xn--.com");
+        assert_eq!(readable_host("xn--ls8h.la"), "💩.la");
+        for hidden in [
+            '\u{200B}',
+            '\u{202E}',
+            '\u{3002}',
+            '\u{FE0F}',
+            '\u{E0041}',
+            ' ',
+            '\u{7}',
+        ] {
+            let label = format!("evil{hidden}");
+            let encoded = idna::punycode::encode_str(&label).unwrap();
+            let host = format!("xn--{encoded}.example.com");
+            assert_eq!(readable_host(&host), host, "{hidden:?}");
+        }
+        for undecodable in ["xn--99999999999.com", "xn--a_b.com"] {
+            assert_eq!(readable_host(undecodable), undecodable);
+        }
     }
 }
