@@ -69,35 +69,6 @@ test('what the app sends before the console hydrates is answered once it does', 
   await expect(app.locator('#loads')).toHaveText('1');
 });
 
-test('the frame loads before the console stylesheet has, and the console takes it over in place', async ({ page, strad, mcp }) => {
-  await signIn(page, strad, mcp);
-  let releaseStyle;
-  const styled = new Promise((resolve) => { releaseStyle = resolve; });
-  await page.route('**/pkg/*.css', async (route) => { await styled; await route.continue(); });
-  const { release, visit } = await holdWasm(page);
-  await visit(`/apps/${SLUG}?view=week#item-3`);
-  // With the stylesheet still on its way, the app's document has loaded (with the host's
-  // query and hash) and run up to its wait for the answer.
-  await expect.poll(() => page.frames().some((f) => f.url().includes(`/apps/${SLUG}/frame/`))).toBe(true);
-  const early = page.frames().find((f) => f.url().includes(`/apps/${SLUG}/frame/`));
-  await expect(early.locator('#search')).toHaveText(/view=week/);
-  await expect(early.locator('#hash')).toHaveText('#item-3');
-  await expect(page.locator('body')).not.toHaveAttribute('data-hydrated');
-  releaseStyle();
-  release();
-  const frame = page.locator('iframe.app-frame');
-  await expect(frame).toHaveAttribute('data-app-session', 'initialized');
-  // One frame, in the page's place for it, with the page's attributes; the same document
-  // all along.
-  await expect(page.locator('iframe')).toHaveCount(1);
-  await expect(page.locator('.app-area > iframe.app-frame')).toHaveCount(1);
-  expect(await frame.getAttribute('style')).toBeNull();
-  expect(await frame.getAttribute('sandbox')).toBe('allow-scripts allow-popups allow-popups-to-escape-sandbox');
-  const app = page.frameLocator('iframe.app-frame');
-  await expect(app.locator('body')).toHaveAttribute('data-ready', 'yes');
-  await expect(app.locator('#loads')).toHaveText('1');
-});
-
 test('arrows and Esc pressed on the console reach the app, but not from a text field', async ({ page, strad, mcp }) => {
   const { app } = await open(page, strad, mcp, `/apps/${SLUG}`);
   // The frame has focus on load: keys typed now are the app's own.

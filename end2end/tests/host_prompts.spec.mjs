@@ -71,7 +71,8 @@ test('island actions are drawn only from the server\'s result; refused ones are 
   expect(JSON.parse(await dialog.locator('pre[data-field="arguments"]').textContent())).toEqual({ word: 'alice' });
   await dialog.getByRole('button', { name: 'Decline', exact: true }).click();
   await expect(dialog).toHaveCount(0);
-  expect(decisions.map((d) => [d.body.tool, d.body.decision])).toEqual([['archive-thread', 'approve'], ['lookup', 'decline']]);
+  // The decision is posted as the panel closes: read once it has gone out.
+  await expect.poll(() => decisions.map((d) => [d.body.tool, d.body.decision])).toEqual([['archive-thread', 'approve'], ['lookup', 'decline']]);
   expect(await upstreamCalls(mcp, 'lookup')).toBe(looked);
   expect(await upstreamCalls(mcp, 'archive-thread')).toBe(archived + 1);
 });

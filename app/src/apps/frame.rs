@@ -156,14 +156,6 @@ pub fn AppFrame(
     } else {
         ""
     };
-    // Its first script goes in `<head>`, above the stylesheet; in the browser it runs
-    // nothing and has nothing to hydrate.
-    #[cfg(feature = "ssr")]
-    {
-        use leptos::tachys::view::RenderHtml;
-        let head_script = crate::apps::frame_start::head_script(&src);
-        let _ = view! { <leptos_meta::Script>{head_script}</leptos_meta::Script> }.to_html();
-    }
     let frame: NodeRef<Iframe> = NodeRef::new();
     let phase = RwSignal::new(Phase::Loading);
     let host = HostView::new();
@@ -286,7 +278,7 @@ pub fn AppFrame(
                 class="app-frame"
                 title=format!("{} app", app.display_name)
                 data-src=src
-                sandbox=crate::apps::frame_start::SANDBOX
+                sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
                 referrerpolicy="no-referrer"
             ></iframe>
             <script nonce=leptos::nonce::use_nonce() inner_html=start_script></script>

@@ -37,10 +37,9 @@ pub fn shell(options: leptos::config::LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light dark" />
                 <AutoReload options=options.clone() />
-                // Above the stylesheet: a page's own head scripts must not wait for it.
-                <MetaTags />
                 <HashedStylesheet options=options.clone() id="leptos" />
                 <HydrationScripts options />
+                <MetaTags />
             </head>
             <body>
                 <App />

@@ -87,7 +87,7 @@ pub fn frame_csp(
             .join(" ")
     };
     [
-        format!("sandbox {}", crate::apps::frame_start::SANDBOX),
+        "sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox".to_string(),
         "default-src 'none'".to_string(),
         format!("script-src {scripts}"),
         format!("style-src 'unsafe-inline' {media}"),
