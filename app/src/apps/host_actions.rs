@@ -200,8 +200,8 @@ pub fn link_host_allowed(host: &str, allowed: &[String]) -> bool {
 }
 
 /// A host as a person reads it, shown beside the form the browser uses: each `xn--` label
-/// Punycode-decoded. A label that does not decode, decodes to nothing, or decodes to a
-/// character that hides itself (a control, a space, an invisible or direction mark, a dot
+/// Punycode-decoded. A label that does not decode, decodes to ASCII alone (`xn--abc-` is
+/// not `abc`), or decodes to a character that hides itself (a control, a space, an invisible or direction mark, a dot
 /// look-alike) stays encoded, so the readable form never shows less than the ASCII one.
 /// Addresses are shown as they are.
 pub fn readable_host(ascii: &str) -> String {
@@ -212,7 +212,7 @@ pub fn readable_host(ascii: &str) -> String {
             lower
                 .strip_prefix("xn--")
                 .and_then(idna::punycode::decode_to_string)
-                .filter(|decoded| !decoded.is_empty() && !decoded.chars().any(hides_itself))
+                .filter(|decoded| !decoded.is_ascii() && !decoded.chars().any(hides_itself))
                 .unwrap_or(lower)
         })
         .collect::<Vec<_>>()
@@ -365,8 +365,11 @@ mod tests {
 
     #[test]
     fn labels_that_would_mislead_are_shown_encoded() {
-        // Not Punycode at all, or decodes to nothing: kept as the browser wrote it.
+        // Not Punycode at all, or decodes to nothing or to ASCII alone: kept as the browser
+        // wrote it, never shown as another host.
         assert_eq!(readable_host("xn--.com"), "xn--.com");
+        assert_eq!(readable_host("xn--abc-.com"), "xn--abc-.com");
+        assert_eq!(readable_host("xn--example-.com"), "xn--example-.com");
         assert_eq!(readable_host("xn--ls8h.la"), "💩.la");
         for hidden in [
             '\u{200B}',
