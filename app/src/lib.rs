@@ -8,6 +8,7 @@ pub mod audit;
 pub mod auth;
 pub mod entitlements;
 pub mod error;
+pub mod json;
 #[cfg(feature = "ssr")]
 pub mod metrics;
 pub mod pages;

@@ -3,6 +3,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::auth::Role;
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::servers::list_app_changes;
 use crate::shell::Protected;
@@ -29,7 +30,7 @@ fn AppChanges() -> impl IntoView {
         let q = query.read();
         (q.get("server"), q.get("since"), q.get("until"))
     };
-    let changes = Resource::new_blocking(filter, |(slug, since, until)| {
+    let changes = json::load(filter, |(slug, since, until)| {
         list_app_changes(slug, since, until)
     });
     view! {

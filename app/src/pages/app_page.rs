@@ -4,6 +4,7 @@ use leptos_router::hooks::{use_location, use_params_map, use_query_map};
 
 use crate::apps::frame::{AppFrame, Opening};
 use crate::apps::{AppStatus, AppView, RefreshPin, open_app};
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::shell::{Protected, protected::encode_component};
 
@@ -26,7 +27,7 @@ fn AppHost() -> impl IntoView {
             query.read().get("uri"),
         )
     };
-    let app = Resource::new_blocking(source, |(slug, uri)| open_app(slug, uri, None));
+    let app = json::load(source, |(slug, uri)| open_app(slug, uri, None));
     view! {
         <Suspense fallback=|| view! { <p class="loading" role="status">"Opening the app…"</p> }>
             {move || Suspend::new(async move {

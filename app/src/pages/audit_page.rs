@@ -4,6 +4,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::audit::{AuditKind, VerifyAudit, list_audit};
 use crate::auth::Role;
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::shell::{Protected, protected::encode_component};
 
@@ -39,7 +40,7 @@ fn AuditLog() -> impl IntoView {
             q.get("before").and_then(|b| b.parse::<i64>().ok()),
         )
     };
-    let page = Resource::new_blocking(filters, |([since, until, person, slug, kind], before)| {
+    let page = json::load(filters, |([since, until, person, slug, kind], before)| {
         list_audit(since, until, person, slug, kind, before)
     });
     // The filters as a query string, for the export links and the next page.

@@ -3,6 +3,7 @@ use leptos_meta::Title;
 
 use crate::auth::Role;
 use crate::entitlements::my_servers;
+use crate::json;
 use crate::shell::Protected;
 
 #[component]
@@ -44,7 +45,7 @@ pub fn HomePage() -> impl IntoView {
 /// The servers shared with the signed-in person, by email or by their domain.
 #[component]
 fn MyServers(is_admin: bool, email: String) -> impl IntoView {
-    let servers = Resource::new_blocking(|| (), |_| my_servers());
+    let servers = json::load(|| (), |_| my_servers());
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || {

@@ -3,6 +3,7 @@ use leptos_meta::Title;
 
 use crate::auth::{PersonView, Role, list_people};
 use crate::entitlements::SetRole;
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::shell::{ActionError, Protected};
 
@@ -18,7 +19,7 @@ pub fn PeoplePage() -> impl IntoView {
 #[component]
 fn PeopleTable() -> impl IntoView {
     let set_role = ServerAction::<SetRole>::new();
-    let people = Resource::new_blocking(move || set_role.version().get(), |_| list_people());
+    let people = json::load(move || set_role.version().get(), |_| list_people());
     // A refusal (such as removing your own admin role) shows as the action's error with
     // JavaScript; without it the form post redirects back to this page.
     view! {

@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::apps::OpenApp;
+use crate::json;
 use crate::playground::{RevokePin, my_pins};
 use crate::shell::{ActionError, Protected};
 
@@ -20,7 +21,7 @@ pub fn PinsPage() -> impl IntoView {
 fn PinsBody() -> impl IntoView {
     let refresh = ServerAction::<OpenApp>::new();
     let revoke = ServerAction::<RevokePin>::new();
-    let pins = Resource::new_blocking(
+    let pins = json::load(
         move || (refresh.version().get(), revoke.version().get()),
         |_| my_pins(),
     );

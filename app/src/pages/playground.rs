@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::playground::playground_tools;
 use crate::shell::Protected;
@@ -32,7 +33,7 @@ pub fn PlaygroundPage() -> impl IntoView {
 fn PlaygroundBody() -> impl IntoView {
     let params = use_params_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
-    let tools = Resource::new_blocking(slug, playground_tools);
+    let tools = json::load(slug, playground_tools);
     view! {
         <Suspense fallback=|| view! { <p class="loading" role="status">"Loading the tools…"</p> }>
             {move || Suspend::new(async move {

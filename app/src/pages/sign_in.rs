@@ -3,12 +3,13 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::auth::{SignInError, SignInMethod, safe_next_path, sign_in_options};
+use crate::json;
 use crate::shell::{MeResource, protected::encode_component};
 
 #[component]
 pub fn SignInPage() -> impl IntoView {
     let query = use_query_map();
-    let options = Resource::new_blocking(|| (), |_| sign_in_options());
+    let options = json::load(|| (), |_| sign_in_options());
     let me = expect_context::<MeResource>();
     let error = move || {
         query

@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::shell::{ActionError, Protected};
 use crate::tokens::{MintToken, RevokeToken, TokenView, list_my_tokens, take_minted_token};
@@ -18,7 +19,7 @@ pub fn TokensPage() -> impl IntoView {
 fn Tokens(token_session: bool) -> impl IntoView {
     let mint = ServerAction::<MintToken>::new();
     let revoke = ServerAction::<RevokeToken>::new();
-    let tokens = Resource::new_blocking(
+    let tokens = json::load(
         move || (mint.version().get(), revoke.version().get()),
         |_| list_my_tokens(),
     );
@@ -59,7 +60,7 @@ fn Tokens(token_session: bool) -> impl IntoView {
 #[component]
 fn MintForm(mint: ServerAction<MintToken>) -> impl IntoView {
     // A token minted without script waits in the session to be shown here, once.
-    let flashed = Resource::new_blocking(|| (), |_| take_minted_token());
+    let flashed = json::load(|| (), |_| take_minted_token());
     // The secret comes only from this answer: it is stored hashed and never fetched again.
     let result = move || {
         mint.value().get().or_else(|| flashed.get().and_then(|r| r.ok().flatten()).map(Ok)).map(|result| match result {

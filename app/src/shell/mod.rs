@@ -21,6 +21,7 @@ pub use protected::{MeResource, Protected};
 pub use theme::{Theme, ThemeToggle};
 
 use crate::auth::get_me;
+use crate::json;
 use crate::pages::{AppPage, NotFoundPage};
 use lazy_pages as page;
 
@@ -51,7 +52,7 @@ pub fn shell(options: leptos::config::LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
-    let me: MeResource = Resource::new_blocking(|| (), |_| get_me());
+    let me: MeResource = json::load(|| (), |_| get_me());
     provide_context(me);
 
     // Runs only in the browser: marks the document once the wasm has taken over, which

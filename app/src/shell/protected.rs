@@ -10,7 +10,7 @@ use crate::pages::UnauthorizedPage;
 use crate::pages::{ErrorPage, ForbiddenPage};
 
 /// The signed-in person, fetched once per page load and shared through context.
-pub type MeResource = Resource<Result<Option<Me>, AppError>>;
+pub type MeResource = crate::json::Loaded<Result<Option<Me>, AppError>>;
 
 /// Renders `children` for a signed-in person (holding `role`, when given). An anonymous
 /// visitor is sent to the sign-in page (a 302 during server rendering); a person without

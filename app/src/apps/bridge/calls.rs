@@ -99,7 +99,9 @@ fn show_actions(session: &Shared, answer: &Value) {
     let Some(actions) = answer.get("actions") else {
         return;
     };
-    let actions: Vec<ActionView> = serde_json::from_value(actions.clone()).unwrap_or_default();
+    // Read as text by the console's one JSON reader: `serde_json::from_value` is a second
+    // reader (from a `Value`), which the app page would carry for this alone.
+    let actions: Vec<ActionView> = crate::json::parse(&actions.to_string()).unwrap_or_default();
     view(session).actions.set(actions);
 }
 
@@ -245,6 +247,6 @@ async fn post_status(
         .map_err(|_| "no body")?
         .as_string()
         .unwrap_or_default();
-    let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let value: Value = crate::json::parse(&text).unwrap_or(Value::Null);
     Ok((response.status(), value))
 }

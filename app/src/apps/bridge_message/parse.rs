@@ -19,7 +19,7 @@ pub fn parse(text: &str) -> Result<Incoming, Rejection> {
     }
     // serde_json refuses nesting past 128 on its own; strad's limit is stricter.
     let value: Value =
-        serde_json::from_str(text).map_err(|_| reject(None, INVALID_REQUEST, "not JSON"))?;
+        crate::json::parse(text).map_err(|_| reject(None, INVALID_REQUEST, "not JSON"))?;
     if depth(&value) > MAX_DEPTH {
         return Err(reject(None, INVALID_REQUEST, "message nested too deeply"));
     }

@@ -6,6 +6,7 @@ use crate::auth::Role;
 use crate::entitlements::{
     GrantEntitlement, GrantView, RevokeEntitlement, list_entitlements, reachable_by,
 };
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::servers::list_servers;
 use crate::shell::{ActionError, Protected};
@@ -25,7 +26,7 @@ fn Entitlements() -> impl IntoView {
     let revoke = ServerAction::<RevokeEntitlement>::new();
     // With JavaScript the list refetches after each grant or revoke; without it, the post
     // redirects back here and the page is rendered afresh.
-    let grants = Resource::new_blocking(
+    let grants = json::load(
         move || (grant.version().get(), revoke.version().get()),
         |_| list_entitlements(),
     );
@@ -53,7 +54,7 @@ fn Entitlements() -> impl IntoView {
 
 #[component]
 fn GrantForm(grant: ServerAction<GrantEntitlement>) -> impl IntoView {
-    let servers = Resource::new_blocking(|| (), |_| list_servers());
+    let servers = json::load(|| (), |_| list_servers());
     let message = move || {
         grant.value().get().map(|result| match result {
             Ok(()) => view! { <p class="notice" role="status">"Granted."</p> }.into_any(),
@@ -146,7 +147,7 @@ fn Lookup() -> impl IntoView {
             .map(|p| p.trim().to_owned())
             .filter(|p| !p.is_empty())
     };
-    let reach = Resource::new_blocking(person, |person| async move {
+    let reach = json::load(person, |person| async move {
         match person {
             Some(email) => reachable_by(email.clone())
                 .await

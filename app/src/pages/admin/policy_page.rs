@@ -4,6 +4,7 @@ use leptos_router::hooks::use_params_map;
 
 use crate::auth::Role;
 use crate::entitlements::{MarkReadOnly, PolicyTool, PolicyView, SetPolicy, get_policy};
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::shell::{ActionError, Protected};
 
@@ -22,7 +23,7 @@ fn Policy() -> impl IntoView {
     let slug = move || params.read().get("slug").unwrap_or_default();
     let set = ServerAction::<SetPolicy>::new();
     let mark = ServerAction::<MarkReadOnly>::new();
-    let policy = Resource::new_blocking(
+    let policy = json::load(
         move || (slug(), set.version().get(), mark.version().get()),
         |(slug, _, _)| get_policy(slug),
     );

@@ -4,6 +4,7 @@ use leptos_router::hooks::use_params_map;
 
 use super::servers_page::{CapabilityBoxes, StatusBadge};
 use crate::auth::Role;
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::servers::views::ServerDetail;
 use crate::servers::{Capability, RefreshServer, SetLinkHosts, UpdateServer, get_server};
@@ -22,7 +23,7 @@ pub fn AdminServerPage() -> impl IntoView {
 fn ServerDetails() -> impl IntoView {
     let params = use_params_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
-    let detail = Resource::new_blocking(slug, get_server);
+    let detail = json::load(slug, get_server);
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {

@@ -3,6 +3,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 
 use crate::auth::Role;
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::servers::views::{ServerStatus, ServerSummary};
 use crate::servers::{Capability, RegisterServer, list_servers};
@@ -19,7 +20,7 @@ pub fn AdminServersPage() -> impl IntoView {
 
 #[component]
 fn ServersList() -> impl IntoView {
-    let servers = Resource::new_blocking(|| (), |_| list_servers());
+    let servers = json::load(|| (), |_| list_servers());
     view! {
         <h1>"Servers"</h1>
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>

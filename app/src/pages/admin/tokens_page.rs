@@ -2,6 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use crate::auth::Role;
+use crate::json;
 use crate::pages::ErrorPage;
 use crate::pages::tokens_page::TokenTable;
 use crate::shell::Protected;
@@ -19,7 +20,7 @@ pub fn AdminTokensPage() -> impl IntoView {
 #[component]
 fn AllTokens() -> impl IntoView {
     let revoke = ServerAction::<RevokeToken>::new();
-    let tokens = Resource::new_blocking(move || revoke.version().get(), |_| list_all_tokens());
+    let tokens = json::load(move || revoke.version().get(), |_| list_all_tokens());
     view! {
         <h1>"All login tokens"</h1>
         <p>"Every token anyone has minted, with its owner. A revoked token is refused from then on."</p>

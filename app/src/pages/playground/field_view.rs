@@ -278,7 +278,7 @@ pub(super) fn FieldView(
                     on:input=move |ev| {
                         let raw = event_target_value(&ev);
                         text.set(raw.clone());
-                        let parsed = if raw.trim().is_empty() { Ok(Value::Null) } else { serde_json::from_str::<Value>(&raw) };
+                        let parsed = if raw.trim().is_empty() { Ok(Value::Null) } else { crate::json::parse::<Value>(&raw) };
                         match parsed {
                             Ok(v) => {
                                 problems.update(|p| p.retain(|x| x.path != pointer_for_input));

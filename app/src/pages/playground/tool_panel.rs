@@ -34,7 +34,7 @@ pub(super) fn ToolPanel(slug: String, tool: PlayTool, view_only: bool) -> impl I
     let form_for_validation = form.clone();
     let validate = move || -> Option<Value> {
         let arguments = if raw.get_untracked() {
-            match serde_json::from_str::<Value>(&raw_text.get_untracked()) {
+            match crate::json::parse::<Value>(&raw_text.get_untracked()) {
                 Ok(v) if v.is_object() => v,
                 _ => {
                     problems.set(vec![Problem {
@@ -93,7 +93,7 @@ pub(super) fn ToolPanel(slug: String, tool: PlayTool, view_only: bool) -> impl I
     let toggle_raw = move |_| {
         if raw.get_untracked() {
             // Back to the form: the JSON becomes the form's value when it is an object.
-            match serde_json::from_str::<Value>(&raw_text.get_untracked()) {
+            match crate::json::parse::<Value>(&raw_text.get_untracked()) {
                 Ok(v) if v.is_object() => {
                     value.set(v);
                     raw.set(false);
