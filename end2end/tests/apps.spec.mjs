@@ -223,3 +223,27 @@ test('the status line says what the app is doing, and says so when it never star
     await mcp.control({ reset: true });
   }
 });
+
+test('an app changed on its server: the page keeps the pinned copy until Refresh pinned copy', async ({ page, strad, mcp }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const slug = 'repin';
+  await registerTestServer(page, strad, mcp, slug, '<!doctype html><html><body><p id="v">version one</p></body></html>');
+  try {
+    const app = page.frameLocator('iframe.app-frame');
+    await page.goto(`/apps/${slug}`);
+    await expect(app.locator('#v')).toHaveText('version one');
+    await mcp.control({ html: '<!doctype html><html><body><p id="v">version two</p></body></html>' });
+    expect((await page.request.post('/api/servers/refresh', { form: { slug } })).status()).toBe(200);
+    await page.goto(`/apps/${slug}`);
+    const differs = page.getByRole('status').filter({ hasText: "server's copy differs" });
+    await expect(differs).toBeVisible();
+    await expect(app.locator('#v')).toHaveText('version one');
+    const refreshed = page.waitForResponse((r) => r.url().endsWith('/api/apps/open') && r.request().method() === 'POST');
+    await page.getByRole('button', { name: 'Refresh pinned copy' }).click();
+    expect((await refreshed).status()).toBe(200);
+    await expect(app.locator('#v')).toHaveText('version two');
+    await expect(differs).toHaveCount(0);
+  } finally {
+    await mcp.control({ reset: true });
+  }
+});

@@ -178,9 +178,17 @@ pub async fn open_app(
 }
 
 /// Re-pins the server's current copy on purpose, then reloads the page.
+///
+/// A plain form to the server function, which works before the page hydrates (the server
+/// function answers a form post by sending the browser back); once hydrated, the call is
+/// made from the page instead. Neither `ActionForm` nor `ServerAction`: they read the form's
+/// fields and a failed post's error back from query strings, with parsers the app page would
+/// otherwise not carry.
 #[component]
 pub fn RefreshPin(app: AppView) -> impl IntoView {
-    let refresh = ServerAction::<OpenApp>::new();
+    use leptos::server_fn::ServerFn;
+    let (slug, uri) = (app.slug.clone(), app.uri.clone());
+    let refresh = Action::new(move |(): &()| open_app(slug.clone(), uri.clone(), Some(true)));
     Effect::new(move || {
         if let Some(Ok(_)) = refresh.value().get()
             && let Some(window) = web_sys::window()
@@ -188,12 +196,19 @@ pub fn RefreshPin(app: AppView) -> impl IntoView {
             let _ = window.location().reload();
         }
     });
+    let submit = move |event: leptos::ev::SubmitEvent| {
+        event.prevent_default();
+        refresh.dispatch(());
+    };
     view! {
-        <ActionForm action=refresh>
+        <form method="post" action=OpenApp::PATH on:submit=submit>
             <input type="hidden" name="slug" value=app.slug.clone() />
             <input type="hidden" name="uri" value=app.uri.clone().unwrap_or_default() />
             <input type="hidden" name="refresh" value="true" />
-            <button type="submit">"Refresh pinned copy"</button>
-        </ActionForm>
+            <button type="submit" disabled=move || refresh.pending().get()>"Refresh pinned copy"</button>
+        </form>
+        {move || refresh.value().get().and_then(Result::err).map(|error| view! {
+            <p class="notice notice-error" role="alert">{format!("The pinned copy was not refreshed: {error}")}</p>
+        })}
     }
 }
