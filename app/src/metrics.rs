@@ -51,6 +51,8 @@ pub enum Ticket {
     Spent,
     /// Forged, expired, for another server, or spent already: no frame was served.
     Refused,
+    /// Never loaded, and dropped for the person's newer tickets (`HELD_PER_PERSON`).
+    Voided,
 }
 
 /// Counts one frame-ticket event: `strad_frame_tickets_total{outcome}`.
@@ -59,6 +61,7 @@ pub fn ticket(event: Ticket) {
         Ticket::Issued => "issued",
         Ticket::Spent => "spent",
         Ticket::Refused => "refused",
+        Ticket::Voided => "voided",
     };
     counter!("strad_frame_tickets_total", "outcome" => outcome).increment(1);
 }

@@ -37,23 +37,29 @@ impl Live {
     }
 }
 
-/// Announces this instance and keeps `live` counted until the process ends.
-pub fn spawn_heartbeat(pool: PgPool, name: Option<String>, live: Live) {
-    let id = Uuid::new_v4();
+/// Announces this instance as `id` (new at every start) now, then every `BEAT`, keeping
+/// `live` counted until the process ends. The first announcement is made before this returns,
+/// so other instances know this one before it issues anything they may be asked about.
+pub async fn start_heartbeat(pool: PgPool, id: Uuid, name: Option<String>, live: Live) {
+    announce(&pool, id, name.as_deref(), &live).await;
     tokio::spawn(async move {
-        let mut every = tokio::time::interval(BEAT);
+        let mut every = tokio::time::interval_at(tokio::time::Instant::now() + BEAT, BEAT);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
-            match beat(&pool, id, name.as_deref()).await {
-                Ok(count) => live.set(count),
-                Err(error) => {
-                    tracing::warn!(error.message = %error, "could not announce this instance");
-                    live.set(1);
-                }
-            }
+            announce(&pool, id, name.as_deref(), &live).await;
         }
     });
+}
+
+async fn announce(pool: &PgPool, id: Uuid, name: Option<&str>, live: &Live) {
+    match beat(pool, id, name).await {
+        Ok(count) => live.set(count),
+        Err(error) => {
+            tracing::warn!(error.message = %error, "could not announce this instance");
+            live.set(1);
+        }
+    }
 }
 
 /// Marks `id` seen now; the live instances, this one included. Instances not seen for a

@@ -143,13 +143,28 @@ impl Application {
             crate::authority_cache::FRESH_FOR,
         ));
         crate::authority_cache::spawn_listener(pool.clone(), memos.clone());
-        tokio::spawn(prune_spent_tickets(pool.clone()));
+        let instance = uuid::Uuid::new_v4();
         let instances = crate::instances::Live::default();
-        crate::instances::spawn_heartbeat(
+        crate::instances::start_heartbeat(
             pool.clone(),
+            instance,
             config.http.instance.clone(),
             instances.clone(),
-        );
+        )
+        .await;
+        let frame_tickets = Arc::new(app::apps::ssr::tickets::FrameTickets::new(
+            &approval_secret,
+            instance,
+        ));
+        if !frame_tickets
+            .ask_others(pool.clone(), crate::instances::ALIVE)
+            .await
+        {
+            tracing::warn!(
+                "not hearing other instances yet; frame tickets they hold are refused until heard"
+            );
+        }
+        tokio::spawn(prune_expired_tickets(frame_tickets.clone()));
         let state = ServerState {
             app: AppState {
                 leptos_options: Arc::new(leptos_options),
@@ -157,9 +172,7 @@ impl Application {
                 sign_in,
                 hub: hub.clone(),
                 public_origin: config.http.public_origin(),
-                frame_tickets: Arc::new(app::apps::ssr::tickets::FrameTickets::new(
-                    &approval_secret,
-                )),
+                frame_tickets,
                 sandbox_origin: config.http.sandbox(),
                 tokens_per_person: config.auth.tokens_per_person,
             },
@@ -167,7 +180,6 @@ impl Application {
             oidc,
             local,
             frames: Arc::default(),
-            ticket_spends: app::apps::ssr::tickets::Spends::spawn(pool.clone()),
             hints: Arc::default(),
             memos: memos.clone(),
             audit: app::audit::ssr::writer::Appender::spawn(pool.clone(), config.audit_calls_flush),
@@ -358,16 +370,13 @@ fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
     ROUTES.get_or_init(|| generate_route_list(App)).clone()
 }
 
-/// Forgets spent frame tickets once they have expired, every minute, on every instance (a
-/// delete of what is already gone costs nothing).
-async fn prune_spent_tickets(pool: PgPool) {
+/// Forgets the frame tickets this instance holds once they have expired, every minute.
+async fn prune_expired_tickets(tickets: Arc<app::apps::ssr::tickets::FrameTickets>) {
     let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        if let Err(error) = app::apps::ssr::tickets::prune(&pool).await {
-            tracing::warn!(error.message = %error, "pruning spent frame tickets failed");
-        }
+        tickets.prune();
     }
 }
 

@@ -20,8 +20,6 @@ pub struct ServerState {
     pub local: Option<Arc<LocalLinks>>,
     /// Pinned apps prepared for the frame route.
     pub frames: Arc<crate::apps::FrameCache>,
-    /// Frame tickets spent, many in one statement when they arrive together.
-    pub ticket_spends: app::apps::ssr::tickets::Spends,
     /// Each person's budget of tool calls from the console (apps, playground, opening calls).
     pub call_rates: Arc<crate::relay::RateLimits>,
     /// Who is over that budget now (each burst is audited once).

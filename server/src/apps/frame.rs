@@ -180,7 +180,7 @@ async fn serve(
     // Any use of a well-signed ticket spends it, right or wrong, beside the reads.
     let spend = async {
         match &verified {
-            Ok(claims) => Some(state.ticket_spends.spend(claims).await),
+            Ok(claims) => Some(state.app.frame_tickets.spend(claims).await),
             Err(_) => None,
         }
     };

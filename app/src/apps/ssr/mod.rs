@@ -3,4 +3,5 @@ pub mod approvals;
 pub mod csp;
 pub mod pins;
 pub mod scripts;
+pub mod ticket_claims;
 pub mod tickets;

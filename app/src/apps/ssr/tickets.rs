@@ -3,15 +3,26 @@
 //! for that person, that server, that resource and that pinned copy, within `TTL_SECONDS`.
 //!
 //! A ticket is `<payload>.<mac>` (both base64url): the payload names the person, the slug,
-//! the resource URI, the pinned copy's SHA-256, a random nonce and the expiry, and the MAC is
-//! an HMAC-SHA-256 over it under a key every instance derives from the shared approval key.
-//! Verifying is pure and needs no database, so a forged ticket costs nothing; spending
-//! inserts the nonce into `frame_ticket_spends`, and a second spend of the same nonce — a
-//! reload, a `location = …`, a replay on another instance — conflicts and is refused.
+//! the resource URI, the pinned copy's SHA-256, a random nonce, the instance that issued it
+//! and the expiry, and the MAC is an HMAC-SHA-256 over it under a key every instance derives
+//! from the shared approval key. Verifying is pure and needs no database, so a forged ticket
+//! costs nothing.
+//!
+//! The issuing instance holds each ticket it issued, unspent, in memory (`Held`) until a load
+//! spends it or it expires. A load on that instance takes it from there and asks nobody; a
+//! load on another instance asks the issuer for it through PostgreSQL (`ticket_claims`), and
+//! the issuer takes it from the same memory before answering. Only the issuer ever decides,
+//! under one lock, so a ticket loads one document whichever instances its loads reach — a
+//! reload, a `location = …` or a replay elsewhere finds it gone. An instance that stops takes
+//! its unspent tickets with it: their loads are refused, and opening the app again issues a
+//! new one.
 //!
 //! A page cannot make one: it never sees the console's pages, and the ticket in its own
 //! address is spent. The ticket is the only credential the sandbox origin reads (it has no
 //! cookie), so it carries everything the frame route needs to know whose copy to serve.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -22,18 +33,23 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::approvals::ApprovalSecret;
+use super::ticket_claims::Claimer;
 
 /// How long an issued ticket waits for its frame to load, in seconds.
 pub const TTL_SECONDS: i64 = 300;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 /// What the ticket key is derived under, so it is never the approval key itself.
 const KEY_LABEL: &[u8] = b"strad-frame-ticket-key-v1";
-/// Bytes before the slug: version, person, nonce, expiry, digest, slug length.
-const FIXED: usize = 1 + 16 + 16 + 8 + 32 + 1;
+/// Bytes before the slug: version, person, nonce, issuer, expiry, digest, slug length.
+const FIXED: usize = 1 + 16 + 16 + 16 + 8 + 32 + 1;
 /// The longest ticket accepted (a resource URI is short; this bounds the work a forged one
 /// can cause before its MAC is checked).
 const MAX_TICKET_CHARS: usize = 4096;
+/// Unspent tickets one person may have on one instance; another voids their oldest (an app
+/// opened whose frame never loaded), so what an instance holds is bounded by its people,
+/// not by how often they open apps.
+pub const HELD_PER_PERSON: usize = 64;
 
 /// What a verified ticket says: whose frame load it is and of what.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +60,8 @@ pub struct Claims {
     /// The pinned copy's SHA-256 (lowercase hex) the console opened.
     pub sha256: String,
     pub nonce: [u8; 16],
+    /// The instance that issued the ticket and holds it until it is spent.
+    pub issuer: Uuid,
     /// Unix seconds.
     pub expires_at: i64,
 }
@@ -61,9 +79,15 @@ pub enum Refused {
     Expired,
 }
 
-/// The key tickets are signed with. Never serialized, never printed.
+/// This instance's tickets: the key they are signed with (never serialized, never printed)
+/// and those it issued that are not spent yet.
 pub struct FrameTickets {
     key: [u8; 32],
+    /// This instance, named in every ticket it signs.
+    instance: Uuid,
+    held: Arc<Held>,
+    /// How a ticket another instance holds is asked for; unset, such a ticket is refused.
+    others: OnceLock<Claimer>,
 }
 
 impl std::fmt::Debug for FrameTickets {
@@ -73,25 +97,52 @@ impl std::fmt::Debug for FrameTickets {
 }
 
 impl FrameTickets {
-    /// Tickets keyed from the approval key every instance shares (`approval_store`).
-    pub fn new(secret: &ApprovalSecret) -> Self {
+    /// Tickets of `instance`, keyed from the approval key every instance shares
+    /// (`approval_store`). Alone until `ask_others`.
+    pub fn new(secret: &ApprovalSecret, instance: Uuid) -> Self {
         Self {
             key: secret.derive(KEY_LABEL),
+            instance,
+            held: Arc::default(),
+            others: OnceLock::new(),
         }
+    }
+
+    /// Answers other instances asking for the tickets this one holds, and asks them for
+    /// theirs, through `pool` (`ticket_claims`); an issuer not seen within `alive`
+    /// (`instances`) is not asked, and its tickets are refused at once. Returns once this
+    /// instance hears them (whether it does, after a few seconds at most), so it answers
+    /// for every ticket it issues.
+    pub async fn ask_others(&self, pool: PgPool, alive: std::time::Duration) -> bool {
+        self.others
+            .get_or_init(|| Claimer::spawn(pool, self.instance, self.held.clone(), alive))
+            .listening(std::time::Duration::from_secs(5))
+            .await
     }
 
     fn mac(&self) -> Hmac<Sha256> {
         Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes a key of any length")
     }
 
-    /// A fresh ticket for `person` to load `uri` of `slug` once, as pinned with `sha256`.
-    /// `None` when `sha256` is not a SHA-256 in hex or the slug is longer than 255 bytes.
+    /// A fresh ticket for `person` to load `uri` of `slug` once, as pinned with `sha256`,
+    /// held here until spent. `None` when `sha256` is not a SHA-256 in hex or the slug is
+    /// longer than 255 bytes.
     pub fn issue(&self, person: Uuid, slug: &str, uri: &str, sha256: &str) -> Option<String> {
-        let ticket = self.issue_at(person, slug, uri, sha256, now())?;
+        let now = now();
+        let mut nonce = [0u8; 16];
+        rand::rngs::OsRng.fill_bytes(&mut nonce);
+        let ticket = self.sign(person, slug, uri, sha256, nonce, now)?;
+        let voided = self
+            .held
+            .hold(person, nonce, now.saturating_add(TTL_SECONDS));
         crate::metrics::ticket(crate::metrics::Ticket::Issued);
+        for _ in 0..voided {
+            crate::metrics::ticket(crate::metrics::Ticket::Voided);
+        }
         Some(ticket)
     }
 
+    /// A ticket as `issue` signs it at `now`, held nowhere (it verifies, and never spends).
     pub fn issue_at(
         &self,
         person: Uuid,
@@ -100,14 +151,27 @@ impl FrameTickets {
         sha256: &str,
         now: i64,
     ) -> Option<String> {
-        let digest: [u8; 32] = hex::decode(sha256).ok()?.try_into().ok()?;
-        let slug_len = u8::try_from(slug.len()).ok()?;
         let mut nonce = [0u8; 16];
         rand::rngs::OsRng.fill_bytes(&mut nonce);
+        self.sign(person, slug, uri, sha256, nonce, now)
+    }
+
+    fn sign(
+        &self,
+        person: Uuid,
+        slug: &str,
+        uri: &str,
+        sha256: &str,
+        nonce: [u8; 16],
+        now: i64,
+    ) -> Option<String> {
+        let digest: [u8; 32] = hex::decode(sha256).ok()?.try_into().ok()?;
+        let slug_len = u8::try_from(slug.len()).ok()?;
         let mut payload = Vec::with_capacity(FIXED + slug.len() + uri.len());
         payload.push(VERSION);
         payload.extend_from_slice(person.as_bytes());
         payload.extend_from_slice(&nonce);
+        payload.extend_from_slice(self.instance.as_bytes());
         payload.extend_from_slice(&now.saturating_add(TTL_SECONDS).to_be_bytes());
         payload.extend_from_slice(&digest);
         payload.push(slug_len);
@@ -157,6 +221,98 @@ impl FrameTickets {
         }
         Ok(claims)
     }
+
+    /// Spends a verified ticket: `true` for the first load on any instance, `false` ever
+    /// after — and when its issuer cannot be asked (it stopped, or is not heard from), since
+    /// then it may have been spent there. An error is the database failing to carry the
+    /// question.
+    pub async fn spend(&self, claims: &Claims) -> Result<bool, sqlx::Error> {
+        let first = if claims.issuer == self.instance {
+            self.held.take(&claims.nonce)
+        } else {
+            match self.others.get() {
+                Some(others) => others.claim(claims.issuer, claims.nonce).await?,
+                None => false,
+            }
+        };
+        crate::metrics::ticket(if first {
+            crate::metrics::Ticket::Spent
+        } else {
+            crate::metrics::Ticket::Refused
+        });
+        Ok(first)
+    }
+
+    /// Forgets the expired tickets held here (they can no longer verify). Returns how many.
+    pub fn prune(&self) -> usize {
+        self.held.prune(now())
+    }
+}
+
+/// The tickets an instance issued and no load has spent, each person's in the order issued.
+#[derive(Default)]
+pub struct Held(Mutex<HeldTickets>);
+
+#[derive(Default)]
+struct HeldTickets {
+    unspent: HashMap<[u8; 16], Uuid>,
+    /// Each person's nonces and expiries, oldest first; a spent one leaves at the person's
+    /// next ticket or the next prune.
+    by_person: HashMap<Uuid, VecDeque<([u8; 16], i64)>>,
+}
+
+impl Held {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HeldTickets> {
+        // Every change under the lock is a whole insert or remove: a panic elsewhere while
+        // it was held leaves nothing half done.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Holds `nonce` for `person` until `expires_at`; returns how many of their older
+    /// tickets this voided (`HELD_PER_PERSON`).
+    fn hold(&self, person: Uuid, nonce: [u8; 16], expires_at: i64) -> usize {
+        let mut held = self.lock();
+        let HeldTickets { unspent, by_person } = &mut *held;
+        let queue = by_person.entry(person).or_default();
+        queue.retain(|(n, _)| unspent.contains_key(n));
+        let mut voided = 0;
+        while queue.len() >= HELD_PER_PERSON {
+            if let Some((oldest, _)) = queue.pop_front() {
+                unspent.remove(&oldest);
+                voided += 1;
+            }
+        }
+        queue.push_back((nonce, expires_at));
+        unspent.insert(nonce, person);
+        voided
+    }
+
+    /// Takes the ticket `nonce`: `true` once, for the first caller, if it is held here.
+    pub fn take(&self, nonce: &[u8; 16]) -> bool {
+        self.lock().unspent.remove(nonce).is_some()
+    }
+
+    /// Forgets what expired by `now`; returns how many of those were unspent.
+    fn prune(&self, now: i64) -> usize {
+        let mut held = self.lock();
+        let HeldTickets { unspent, by_person } = &mut *held;
+        let mut pruned = 0;
+        by_person.retain(|_, queue| {
+            queue.retain(|(nonce, expires_at)| {
+                if !unspent.contains_key(nonce) {
+                    return false;
+                }
+                if *expires_at <= now {
+                    unspent.remove(nonce);
+                    pruned += 1;
+                    return false;
+                }
+                true
+            });
+            !queue.is_empty()
+        });
+        pruned
+    }
 }
 
 /// The claims of a payload this console signed (its layout is `issue_at`'s).
@@ -166,9 +322,10 @@ fn decode(payload: &[u8]) -> Option<Claims> {
     }
     let person = Uuid::from_bytes(payload[1..17].try_into().ok()?);
     let nonce: [u8; 16] = payload[17..33].try_into().ok()?;
-    let expires_at = i64::from_be_bytes(payload[33..41].try_into().ok()?);
-    let sha256 = hex::encode(&payload[41..73]);
-    let slug_len = usize::from(payload[73]);
+    let issuer = Uuid::from_bytes(payload[33..49].try_into().ok()?);
+    let expires_at = i64::from_be_bytes(payload[49..57].try_into().ok()?);
+    let sha256 = hex::encode(&payload[57..89]);
+    let slug_len = usize::from(payload[89]);
     let rest = &payload[FIXED..];
     if rest.len() < slug_len {
         return None;
@@ -180,131 +337,9 @@ fn decode(payload: &[u8]) -> Option<Claims> {
         uri: String::from_utf8(uri.to_vec()).ok()?,
         sha256,
         nonce,
+        issuer,
         expires_at,
     })
-}
-
-/// Spends verified tickets, many in one statement: a caller waits until its ticket's nonce
-/// is in `frame_ticket_spends` (or found there already). A spend that arrives while one
-/// statement is in flight goes in the next, with every other that arrived meanwhile, so a
-/// frame load alone waits one round trip as before and concurrent loads share theirs (one
-/// statement, one commit, instead of one each). One task, on a connection of its own for
-/// as long as that connection works.
-#[derive(Clone)]
-pub struct Spends {
-    send: tokio::sync::mpsc::UnboundedSender<Spending>,
-}
-
-struct Spending {
-    nonce: [u8; 16],
-    expires_at: i64,
-    first: tokio::sync::oneshot::Sender<Result<bool, String>>,
-}
-
-/// Tickets spent in one statement at most.
-const SPENDS_AT_ONCE: usize = 256;
-/// The longest a statement of spends is waited for; its loads are then refused.
-const SPEND_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-impl Spends {
-    /// Starts the spender on `pool`; it stops when every `Spends` is dropped.
-    pub fn spawn(pool: PgPool) -> Self {
-        let (send, mut received) = tokio::sync::mpsc::unbounded_channel::<Spending>();
-        tokio::spawn(async move {
-            let mut batch = Vec::with_capacity(SPENDS_AT_ONCE);
-            let mut held: Option<sqlx::pool::PoolConnection<sqlx::Postgres>> = None;
-            while received.recv_many(&mut batch, SPENDS_AT_ONCE).await > 0 {
-                // A connection that failed is let go and the next batch takes another. A
-                // failed batch is not tried again: its commit may have happened, and its
-                // frame loads are refused.
-                let inserted = async {
-                    let mut connection = match held.take() {
-                        Some(connection) => connection,
-                        None => pool.acquire().await?,
-                    };
-                    let new = spend_many(&mut connection, &batch).await?;
-                    held = Some(connection);
-                    Ok::<_, sqlx::Error>(new)
-                };
-                // A connection that stops answering holds no frame load for longer.
-                let inserted = tokio::time::timeout(SPEND_WAIT, inserted)
-                    .await
-                    .unwrap_or_else(|_| Err(sqlx::Error::PoolTimedOut));
-                match inserted {
-                    Ok(mut new) => {
-                        for spending in batch.drain(..) {
-                            // The first of a nonce's spends in the batch takes it; any other
-                            // (the same ticket twice at once) finds it gone.
-                            let first = new.remove(&spending.nonce);
-                            crate::metrics::ticket(if first {
-                                crate::metrics::Ticket::Spent
-                            } else {
-                                crate::metrics::Ticket::Refused
-                            });
-                            let _ = spending.first.send(Ok(first));
-                        }
-                    }
-                    Err(error) => {
-                        let why = error.to_string();
-                        for spending in batch.drain(..) {
-                            let _ = spending.first.send(Err(why.clone()));
-                        }
-                    }
-                }
-            }
-        });
-        Self { send }
-    }
-
-    /// Spends a verified ticket: `true` the first time on any instance, `false` ever after.
-    pub async fn spend(&self, claims: &Claims) -> Result<bool, sqlx::Error> {
-        let (first, answer) = tokio::sync::oneshot::channel();
-        self.send
-            .send(Spending {
-                nonce: claims.nonce,
-                expires_at: claims.expires_at,
-                first,
-            })
-            .map_err(|_| sqlx::Error::PoolClosed)?;
-        match answer.await {
-            Ok(Ok(first)) => Ok(first),
-            Ok(Err(why)) => Err(sqlx::Error::Protocol(why)),
-            Err(_) => Err(sqlx::Error::PoolClosed),
-        }
-    }
-}
-
-/// Inserts each nonce not spent yet, in one statement; returns those it inserted.
-async fn spend_many(
-    connection: &mut sqlx::PgConnection,
-    spends: &[Spending],
-) -> Result<std::collections::HashSet<[u8; 16]>, sqlx::Error> {
-    let nonces: Vec<Vec<u8>> = spends.iter().map(|s| s.nonce.to_vec()).collect();
-    let expiries: Vec<f64> = spends.iter().map(|s| s.expires_at as f64).collect();
-    // A nonce twice in one statement goes in once: the second conflicts with the first.
-    let inserted = sqlx::query_scalar!(
-        r#"INSERT INTO frame_ticket_spends (nonce, expires_at)
-           SELECT nonce, to_timestamp(expires_at)
-             FROM unnest($1::bytea[], $2::float8[]) AS spend(nonce, expires_at)
-           ON CONFLICT (nonce) DO NOTHING
-           RETURNING nonce"#,
-        &nonces,
-        &expiries,
-    )
-    .fetch_all(connection)
-    .await?;
-    Ok(inserted
-        .into_iter()
-        .filter_map(|nonce| <[u8; 16]>::try_from(nonce.as_slice()).ok())
-        .collect())
-}
-
-/// Forgets spends whose tickets have expired (they can no longer verify). Returns how many.
-pub async fn prune(pool: &PgPool) -> Result<u64, sqlx::Error> {
-    let pruned = sqlx::query!("DELETE FROM frame_ticket_spends WHERE expires_at < now()")
-        .execute(pool)
-        .await?;
-    Ok(pruned.rows_affected())
 }
 
 fn now() -> i64 {
@@ -321,7 +356,7 @@ mod tests {
     const DIGEST: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
     fn tickets(key: &[u8]) -> FrameTickets {
-        FrameTickets::new(&ApprovalSecret::new(key.to_vec()).unwrap())
+        FrameTickets::new(&ApprovalSecret::new(key.to_vec()).unwrap(), Uuid::new_v4())
     }
 
     #[test]
@@ -336,6 +371,7 @@ mod tests {
         assert_eq!(claims.slug, "clock");
         assert_eq!(claims.uri, "ui://clock/app.html");
         assert_eq!(claims.sha256, DIGEST);
+        assert_eq!(claims.issuer, a.instance, "the issuer holds it");
         assert_eq!(claims.expires_at, 1_000 + TTL_SECONDS);
         let again = a
             .issue_at(alice, "clock", "ui://clock/app.html", DIGEST, 1_000)
@@ -413,47 +449,83 @@ mod tests {
         );
     }
 
-    #[sqlx::test(migrations = "../migrations")]
-    async fn a_ticket_is_spent_once_then_pruned_once_expired(pool: PgPool) {
-        let a = tickets(&[7; 32]);
-        let t = a.issue(Uuid::new_v4(), "clock", "ui://c", DIGEST).unwrap();
-        let claims = a.verify(&t, "clock").unwrap();
-        let spends = Spends::spawn(pool.clone());
-        assert!(spends.spend(&claims).await.unwrap());
-        assert!(!spends.spend(&claims).await.unwrap(), "spent");
-        let expired = Claims {
-            nonce: [1; 16],
-            expires_at: 1_000,
-            ..claims
-        };
-        assert!(spends.spend(&expired).await.unwrap());
-        assert_eq!(prune(&pool).await.unwrap(), 1, "only the expired one goes");
+    fn issued(a: &FrameTickets, person: Uuid) -> Claims {
+        let t = a.issue(person, "clock", "ui://c", DIGEST).unwrap();
+        a.verify(&t, "clock").unwrap()
     }
 
-    /// Many loads at once, each ticket presented several times among them: each is spent by
-    /// exactly one, whether its presentations share a statement or not.
-    #[sqlx::test(migrations = "../migrations")]
-    async fn tickets_spent_together_are_each_spent_once(pool: PgPool) {
+    #[tokio::test]
+    async fn the_issuer_spends_its_ticket_once_and_no_other_ticket() {
         let a = tickets(&[7; 32]);
-        let spends = Spends::spawn(pool.clone());
-        let claims: Vec<Claims> = (0..50)
-            .map(|_| {
-                let t = a.issue(Uuid::new_v4(), "clock", "ui://c", DIGEST).unwrap();
-                a.verify(&t, "clock").unwrap()
-            })
-            .collect();
-        let presented: Vec<&Claims> = claims.iter().cycle().take(claims.len() * 4).collect();
-        let firsts = futures::future::join_all(presented.iter().map(|c| spends.spend(c))).await;
-        for (i, c) in claims.iter().enumerate() {
-            let spent_by = presented
-                .iter()
-                .zip(&firsts)
-                .filter(|(p, first)| p.nonce == c.nonce && *first.as_ref().unwrap())
-                .count();
-            assert_eq!(spent_by, 1, "ticket {i}");
+        let claims = issued(&a, Uuid::new_v4());
+        assert!(a.spend(&claims).await.unwrap());
+        assert!(!a.spend(&claims).await.unwrap(), "spent");
+        // Signed here but never issued (held nowhere), or held by an instance this one
+        // cannot ask: refused.
+        let t = a
+            .issue_at(Uuid::new_v4(), "clock", "ui://c", DIGEST, now())
+            .unwrap();
+        assert!(!a.spend(&a.verify(&t, "clock").unwrap()).await.unwrap());
+        let b = FrameTickets {
+            instance: Uuid::new_v4(),
+            ..tickets(&[7; 32])
+        };
+        let theirs = issued(&b, Uuid::new_v4());
+        assert!(!a.spend(&theirs).await.unwrap(), "nobody to ask");
+        assert!(b.spend(&theirs).await.unwrap(), "still b's to spend");
+    }
+
+    #[tokio::test]
+    async fn loads_of_one_ticket_at_once_spend_it_once() {
+        let a = Arc::new(tickets(&[7; 32]));
+        let claims: Vec<Claims> = (0..50).map(|_| issued(&a, Uuid::new_v4())).collect();
+        let loads = claims.iter().cycle().take(claims.len() * 4).map(|c| {
+            let (a, c) = (a.clone(), c.clone());
+            tokio::spawn(async move { (c.nonce, a.spend(&c).await.unwrap()) })
+        });
+        let mut firsts = HashMap::new();
+        for load in futures::future::join_all(loads).await {
+            let (nonce, first) = load.unwrap();
+            *firsts.entry(nonce).or_insert(0) += usize::from(first);
         }
-        // And a spender of another instance finds them spent.
-        let other = Spends::spawn(pool.clone());
-        assert!(!other.spend(&claims[0]).await.unwrap());
+        assert_eq!(firsts.len(), claims.len());
+        assert!(firsts.values().all(|&n| n == 1), "{firsts:?}");
+    }
+
+    #[tokio::test]
+    async fn a_person_holds_a_bounded_number_and_their_oldest_is_voided() {
+        let a = tickets(&[7; 32]);
+        let (alice, bob) = (Uuid::new_v4(), Uuid::new_v4());
+        let bobs = issued(&a, bob);
+        let alices: Vec<Claims> = (0..HELD_PER_PERSON + 2)
+            .map(|_| issued(&a, alice))
+            .collect();
+        assert!(!a.spend(&alices[0]).await.unwrap(), "voided");
+        assert!(!a.spend(&alices[1]).await.unwrap(), "voided");
+        for claims in &alices[2..] {
+            assert!(a.spend(claims).await.unwrap());
+        }
+        assert!(a.spend(&bobs).await.unwrap(), "another person's are theirs");
+        // Spent ones do not count: a person who loads what they open never loses one.
+        let again: Vec<Claims> = (0..HELD_PER_PERSON).map(|_| issued(&a, alice)).collect();
+        for claims in &again {
+            assert!(a.spend(claims).await.unwrap());
+        }
+    }
+
+    #[test]
+    fn expired_tickets_are_forgotten() {
+        let held = Held::default();
+        let person = Uuid::new_v4();
+        held.hold(person, [1; 16], 100);
+        held.hold(person, [2; 16], 200);
+        held.hold(person, [3; 16], 300);
+        assert!(held.take(&[3; 16]));
+        assert_eq!(held.prune(200), 2, "two expired by 200, unspent");
+        assert!(!held.take(&[1; 16]) && !held.take(&[2; 16]));
+        assert!(
+            held.lock().by_person.is_empty(),
+            "nothing left of the person"
+        );
     }
 }
