@@ -10,6 +10,8 @@ pub mod entitlements;
 pub mod error;
 pub mod json;
 #[cfg(feature = "ssr")]
+pub mod listen;
+#[cfg(feature = "ssr")]
 pub mod metrics;
 pub mod pages;
 pub mod playground;

@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sqlx::PgPool;
-use sqlx::postgres::PgListener;
 use tokio::sync::{oneshot, watch};
 use uuid::Uuid;
 
@@ -60,7 +59,15 @@ impl Claimer {
             waiting: Mutex::default(),
             listening: watch::Sender::new(false),
         });
-        tokio::spawn(listen(inner.clone(), held));
+        crate::listen::spawn(
+            inner.pool.clone(),
+            CHANNEL,
+            Arc::new(Listening {
+                claimer: inner.clone(),
+                held,
+            }),
+            "not hearing other instances; frame tickets they hold are refused until heard again",
+        );
         Self(inner)
     }
 
@@ -125,77 +132,59 @@ impl Claimer {
     }
 }
 
-async fn listen(inner: Arc<Inner>, held: Arc<Held>) {
-    let closed = inner.pool.close_event();
-    tokio::pin!(closed);
-    loop {
-        let listening = async {
-            let mut listener = PgListener::connect_with(&inner.pool).await?;
-            listener.listen(CHANNEL).await?;
-            inner.listening.send_replace(true);
-            loop {
-                match listener.try_recv().await? {
-                    Some(notification) => heard(&inner, &held, notification.payload()),
-                    // The connection was lost, and what was sent meanwhile with it.
-                    None => return Ok::<(), sqlx::Error>(()),
-                }
-            }
-        };
-        tokio::select! {
-            () = &mut closed => return,
-            ended = listening => {
-                inner.listening.send_replace(false);
-                // Their answers may have been lost: refused now rather than at the timeout.
-                inner.waiting().clear();
-                if let Err(error) = ended {
-                    tracing::warn!(error.message = %error, "not hearing other instances; frame tickets they hold are refused until heard again");
-                }
-            }
-        }
-        tokio::select! {
-            () = &mut closed => return,
-            () = tokio::time::sleep(Duration::from_millis(500)) => {}
-        }
-    }
+/// What `listen` hears: claims of the tickets `held` here, and answers to `claimer`'s claims.
+struct Listening {
+    claimer: Arc<Inner>,
+    held: Arc<Held>,
 }
 
-/// Handles one notification: a claim of a ticket held here, or the answer to a claim made here.
-fn heard(inner: &Inner, held: &Held, payload: &str) {
-    match payload.parse::<Message>() {
-        Ok(Message::Claim {
-            issuer,
-            claimer,
-            id,
-            nonce,
-        }) if issuer == inner.instance => {
-            let granted = held.take(&nonce);
-            let answer = Message::Answer {
+impl crate::listen::Hearing for Listening {
+    fn hearing(&self, on: bool) {
+        self.claimer.listening.send_replace(on);
+        if !on {
+            // Their answers may be lost: refused now rather than at the timeout.
+            self.claimer.waiting().clear();
+        }
+    }
+
+    fn heard(&self, payload: &str) {
+        let inner = &self.claimer;
+        match payload.parse::<Message>() {
+            Ok(Message::Claim {
+                issuer,
+                claimer,
+                id,
+                nonce,
+            }) if issuer == inner.instance => {
+                let granted = self.held.take(&nonce);
+                let answer = Message::Answer {
+                    claimer,
+                    id,
+                    granted,
+                }
+                .to_string();
+                let pool = inner.pool.clone();
+                tokio::spawn(async move {
+                    let sent = sqlx::query!("SELECT pg_notify($1, $2)", CHANNEL, answer)
+                        .execute(&pool)
+                        .await;
+                    if let Err(error) = sent {
+                        tracing::warn!(error.message = %error, "could not answer another instance for a frame ticket; nobody spends it");
+                    }
+                });
+            }
+            Ok(Message::Answer {
                 claimer,
                 id,
                 granted,
-            }
-            .to_string();
-            let pool = inner.pool.clone();
-            tokio::spawn(async move {
-                let sent = sqlx::query!("SELECT pg_notify($1, $2)", CHANNEL, answer)
-                    .execute(&pool)
-                    .await;
-                if let Err(error) = sent {
-                    tracing::warn!(error.message = %error, "could not answer another instance for a frame ticket; nobody spends it");
+            }) if claimer == inner.instance => {
+                if let Some(waiting) = inner.waiting().remove(&id) {
+                    let _ = waiting.send(granted);
                 }
-            });
-        }
-        Ok(Message::Answer {
-            claimer,
-            id,
-            granted,
-        }) if claimer == inner.instance => {
-            if let Some(waiting) = inner.waiting().remove(&id) {
-                let _ = waiting.send(granted);
             }
+            Ok(_) => {}
+            Err(()) => tracing::warn!("an unreadable notification on {CHANNEL}"),
         }
-        Ok(_) => {}
-        Err(()) => tracing::warn!("an unreadable notification on {CHANNEL}"),
     }
 }
 
@@ -405,5 +394,29 @@ mod tests {
         assert!(unanswered.listening(Duration::from_secs(10)).await);
         assert!(!unanswered.claim(silent, [3; 16]).await.unwrap());
         assert!(unanswered.0.waiting().is_empty(), "nothing left waiting");
+    }
+
+    /// The listener's connection is lost: claims are refused until it listens again, then
+    /// work as before.
+    #[sqlx::test(migrations = "../migrations")]
+    async fn claims_work_again_once_the_listener_is_back(pool: PgPool) {
+        let (a, b) = (instance(&pool).await, instance(&pool).await);
+        let ended: Vec<bool> = sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND query ILIKE 'listen%strad_frame_tickets%'",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        assert_eq!(ended, [true, true], "one listener each");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let claims = issued(&a);
+            if b.spend(&claims).await.unwrap() {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "never heard again");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }

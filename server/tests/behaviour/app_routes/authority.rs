@@ -69,7 +69,7 @@ async fn remembered_authority_is_forgotten_as_soon_as_it_changes(pool: PgPool) {
     assert_eq!(call_status(&app, &admin).await, 200);
     let ended: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = current_database() AND query ILIKE 'listen%'",
+         WHERE datname = current_database() AND query ILIKE 'listen%strad_auth%'",
     )
     .fetch_all(&app.pool)
     .await
