@@ -51,7 +51,7 @@ pub enum Ticket {
     Spent,
     /// Forged, expired, for another server, or spent already: no frame was served.
     Refused,
-    /// Never loaded, and dropped for the person's newer tickets (`HELD_PER_PERSON`).
+    /// Never loaded, and dropped for the person's newer tickets (past the per-person bound).
     Voided,
 }
 

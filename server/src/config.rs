@@ -60,6 +60,9 @@ pub struct Config {
     /// Tool calls a person may make from the console (apps, the playground, opening calls)
     /// per second, bursts of twice that.
     pub calls_per_second: u32,
+    /// Frame tickets a person may hold unloaded on one instance (apps opened whose frame
+    /// has not loaded yet); another voids their oldest.
+    pub frames_unloaded_per_person: u32,
     /// Servers declared in the file (the only place a stdio server can come from).
     pub servers: Vec<DeclaredServer>,
     /// Whether a tool call's answer waits for its audit row to reach the disk, or only for
@@ -173,6 +176,7 @@ impl Config {
             mcp_sessions_per_minute: limits.mcp_sessions_per_minute,
             mcp_sessions_max: limits.mcp_sessions_max,
             calls_per_second: limits.calls_per_second,
+            frames_unloaded_per_person: limits.frames_unloaded_per_person,
             servers,
             audit_calls_flush,
             approvals,

@@ -155,6 +155,7 @@ impl Application {
         let frame_tickets = Arc::new(app::apps::ssr::tickets::FrameTickets::new(
             &approval_secret,
             instance,
+            config.frames_unloaded_per_person as usize,
         ));
         if !frame_tickets
             .ask_others(pool.clone(), crate::instances::ALIVE)

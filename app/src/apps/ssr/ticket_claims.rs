@@ -306,6 +306,7 @@ mod tests {
         let tickets = Arc::new(FrameTickets::new(
             &ApprovalSecret::new(vec![7; 32]).unwrap(),
             id,
+            64,
         ));
         assert!(
             tickets

@@ -46,10 +46,6 @@ const FIXED: usize = 1 + 16 + 16 + 16 + 8 + 32 + 1;
 /// The longest ticket accepted (a resource URI is short; this bounds the work a forged one
 /// can cause before its MAC is checked).
 const MAX_TICKET_CHARS: usize = 4096;
-/// Unspent tickets one person may have on one instance; another voids their oldest (an app
-/// opened whose frame never loaded), so what an instance holds is bounded by its people,
-/// not by how often they open apps.
-pub const HELD_PER_PERSON: usize = 64;
 
 /// What a verified ticket says: whose frame load it is and of what.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,6 +81,10 @@ pub struct FrameTickets {
     key: [u8; 32],
     /// This instance, named in every ticket it signs.
     instance: Uuid,
+    /// Unspent tickets one person may have here; another voids their oldest (an app opened
+    /// whose frame never loaded), so what an instance holds is bounded by its people, not
+    /// by how often they open apps.
+    per_person: usize,
     held: Arc<Held>,
     /// How a ticket another instance holds is asked for; unset, such a ticket is refused.
     others: OnceLock<Claimer>,
@@ -98,11 +98,13 @@ impl std::fmt::Debug for FrameTickets {
 
 impl FrameTickets {
     /// Tickets of `instance`, keyed from the approval key every instance shares
-    /// (`approval_store`). Alone until `ask_others`.
-    pub fn new(secret: &ApprovalSecret, instance: Uuid) -> Self {
+    /// (`approval_store`), holding at most `per_person` unspent for one person. Alone until
+    /// `ask_others`.
+    pub fn new(secret: &ApprovalSecret, instance: Uuid, per_person: usize) -> Self {
         Self {
             key: secret.derive(KEY_LABEL),
             instance,
+            per_person: per_person.max(1),
             held: Arc::default(),
             others: OnceLock::new(),
         }
@@ -132,9 +134,12 @@ impl FrameTickets {
         let mut nonce = [0u8; 16];
         rand::rngs::OsRng.fill_bytes(&mut nonce);
         let ticket = self.sign(person, slug, uri, sha256, nonce, now)?;
-        let voided = self
-            .held
-            .hold(person, nonce, now.saturating_add(TTL_SECONDS));
+        let voided = self.held.hold(
+            person,
+            nonce,
+            now.saturating_add(TTL_SECONDS),
+            self.per_person,
+        );
         crate::metrics::ticket(crate::metrics::Ticket::Issued);
         for _ in 0..voided {
             crate::metrics::ticket(crate::metrics::Ticket::Voided);
@@ -269,14 +274,14 @@ impl Held {
     }
 
     /// Holds `nonce` for `person` until `expires_at`; returns how many of their older
-    /// tickets this voided (`HELD_PER_PERSON`).
-    fn hold(&self, person: Uuid, nonce: [u8; 16], expires_at: i64) -> usize {
+    /// tickets this voided to keep them at `per_person`.
+    fn hold(&self, person: Uuid, nonce: [u8; 16], expires_at: i64, per_person: usize) -> usize {
         let mut held = self.lock();
         let HeldTickets { unspent, by_person } = &mut *held;
         let queue = by_person.entry(person).or_default();
         queue.retain(|(n, _)| unspent.contains_key(n));
         let mut voided = 0;
-        while queue.len() >= HELD_PER_PERSON {
+        while queue.len() >= per_person {
             if let Some((oldest, _)) = queue.pop_front() {
                 unspent.remove(&oldest);
                 voided += 1;
@@ -355,8 +360,14 @@ mod tests {
 
     const DIGEST: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
+    const PER_PERSON: usize = 64;
+
     fn tickets(key: &[u8]) -> FrameTickets {
-        FrameTickets::new(&ApprovalSecret::new(key.to_vec()).unwrap(), Uuid::new_v4())
+        FrameTickets::new(
+            &ApprovalSecret::new(key.to_vec()).unwrap(),
+            Uuid::new_v4(),
+            PER_PERSON,
+        )
     }
 
     #[test]
@@ -497,9 +508,7 @@ mod tests {
         let a = tickets(&[7; 32]);
         let (alice, bob) = (Uuid::new_v4(), Uuid::new_v4());
         let bobs = issued(&a, bob);
-        let alices: Vec<Claims> = (0..HELD_PER_PERSON + 2)
-            .map(|_| issued(&a, alice))
-            .collect();
+        let alices: Vec<Claims> = (0..PER_PERSON + 2).map(|_| issued(&a, alice)).collect();
         assert!(!a.spend(&alices[0]).await.unwrap(), "voided");
         assert!(!a.spend(&alices[1]).await.unwrap(), "voided");
         for claims in &alices[2..] {
@@ -507,7 +516,7 @@ mod tests {
         }
         assert!(a.spend(&bobs).await.unwrap(), "another person's are theirs");
         // Spent ones do not count: a person who loads what they open never loses one.
-        let again: Vec<Claims> = (0..HELD_PER_PERSON).map(|_| issued(&a, alice)).collect();
+        let again: Vec<Claims> = (0..PER_PERSON).map(|_| issued(&a, alice)).collect();
         for claims in &again {
             assert!(a.spend(claims).await.unwrap());
         }
@@ -517,9 +526,9 @@ mod tests {
     fn expired_tickets_are_forgotten() {
         let held = Held::default();
         let person = Uuid::new_v4();
-        held.hold(person, [1; 16], 100);
-        held.hold(person, [2; 16], 200);
-        held.hold(person, [3; 16], 300);
+        held.hold(person, [1; 16], 100, 8);
+        held.hold(person, [2; 16], 200, 8);
+        held.hold(person, [3; 16], 300, 8);
         assert!(held.take(&[3; 16]));
         assert_eq!(held.prune(200), 2, "two expired by 200, unspent");
         assert!(!held.take(&[1; 16]) && !held.take(&[2; 16]));
