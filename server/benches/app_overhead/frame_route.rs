@@ -139,13 +139,79 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
     nginx.wait_ready().await;
     measure(300, 4, frame.clone()).await;
     measure(300, 4, nginx_get.clone()).await;
-    // Strad and nginx take turns, ROUNDS times, so that the machine's slow moments fall on
-    // both; each round is one ratio, and the median round is the figure.
     println!(
         "\nframe route, a {} KiB app sent as {} KiB of gzip, {ROUNDS} rounds of {FRAMES} loads each, taking turns",
         served.len() / 1024,
         gzipped.len() / 1024
     );
+    take_turns(app, node, "frame route", frame, nginx_get.clone()).await;
+
+    // The same frames on the sandbox origin (`STRAD_SANDBOX_ORIGIN`, the default in local
+    // mode), from a second instance on the same database: there the frame route has a router
+    // of its own, with no session layer, and the ticket is the only credential.
+    let (listener, base) = bind().await;
+    let host = format!("localhost:{}", listener.local_addr().unwrap().port());
+    let sandboxed = spawn_app_on(
+        app.pool.clone(),
+        listener,
+        base,
+        &[
+            ("STRAD_SANDBOX_ORIGIN", &format!("http://{host}")),
+            ("STRAD_FRAMES_UNLOADED_PER_PERSON", "1000000"),
+        ],
+    )
+    .await;
+    let its_admin = signed_in_admin(&sandboxed).await;
+    let tickets = Arc::new(std::sync::Mutex::new(
+        mint_tickets(&sandboxed, &its_admin, "big", 2 * ROUNDS * FRAMES + 800).await,
+    ));
+    let load = {
+        let (client, url) = (reqwest::Client::new(), sandboxed.url("/apps/big/frame"));
+        move || {
+            let ticket = tickets.lock().unwrap().pop().expect("enough tickets");
+            client
+                .get(format!("{url}/{ticket}"))
+                .header("host", &host)
+                .header("sec-fetch-site", "cross-site")
+                .header("sec-fetch-dest", "iframe")
+                .header("accept-encoding", "gzip")
+                .send()
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while gzip_load(load(), gzipped.len()).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the sandbox origin never sent the gzip"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let frame = {
+        let expected = gzipped.len();
+        move || gzip_load(load(), expected)
+    };
+    measure(300, 4, frame.clone()).await;
+    take_turns(
+        &sandboxed,
+        node,
+        "frame route on the sandbox origin",
+        frame,
+        nginx_get,
+    )
+    .await;
+}
+
+/// `frame` and `nginx_get` take turns, `ROUNDS` times at 1 and at 32 clients, so that the
+/// machine's slow moments fall on both; each round is one ratio, and the median round is
+/// the figure (named `what` in the summary).
+async fn take_turns<F, Fut, N, NFut>(app: &TestApp, node: u32, what: &str, frame: F, nginx_get: N)
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send,
+    N: Fn() -> NFut + Clone + Send + 'static,
+    NFut: Future<Output = Result<(), String>> + Send,
+{
+    println!("\n{what}");
     // During strad's turn, CPU per load: strad's, PostgreSQL's (a frame load served from
     // memory asks it nothing), split into its connections' (strad reading it) and its own
     // work (checkpoints, WAL writing, autovacuum), and other processes', to tell a slow
@@ -188,7 +254,7 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         let ratio = median(&mut ratios);
         println!("| {concurrency} | median | | | | | | | {ratio:.0}% |");
         summary(
-            &format!("frame route / nginx, same bytes, {concurrency} clients"),
+            &format!("{what} / nginx, same bytes, {concurrency} clients"),
             format!("{:.2}×", ratio / 100.0),
             "≥ 1.0×",
         );

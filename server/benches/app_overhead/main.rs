@@ -13,7 +13,9 @@
 //! - Frame route: `GET /apps/<slug>/frame` (session, entitlement, pin, CSP) for a 300 KiB
 //!   app with three inline scripts, and nginx (Debian's package, started here on a loopback
 //!   port) serving the very bytes strad served, with the same load generator; both are asked
-//!   as a browser asks (`Accept-Encoding`) and send the same gzip.
+//!   as a browser asks (`Accept-Encoding`) and send the same gzip; then the same frames from
+//!   a second instance with a sandbox origin (`STRAD_SANDBOX_ORIGIN`), whose frame route has
+//!   no session layer.
 //!
 //! The paths compared take turns, several rounds, so that the machine's slow moments fall on
 //! each; the median round gives the figures. While the calls run, the CPU time of strad's
