@@ -1,0 +1,118 @@
+// The floor under navigation → initialized: the same example apps, their frames served by
+// the same strad from its sandbox origin with tickets it issued, but the host page a
+// hand-written one with no framework (the frame in its HTML, an inline listener answering
+// `ui/initialize` with a minimal result), answered by the browser test driver at once.
+//
+//   node end2end/bench/host_floor.mjs        (RUNS=9; STRAD_BIN, STRAD_SITE_ROOT as first_paint)
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from '@playwright/test';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
+process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
+const { startStrad, startExample } = await import('../tests/fixtures.mjs');
+
+const RUNS = Number(process.env.RUNS || 9);
+const APPS = [
+  'mcp-server-basic-vanillajs',
+  'mcp-budget-allocator-server',
+  'mcp-server-debug',
+  'mcp-scenario-modeler-server',
+  'mcp-cohort-heatmap-server',
+  'mcp-customer-segmentation-server',
+  'mcp-system-monitor-server',
+];
+const CHROMIUM = {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run',
+    // The host page is answered by the driver, so Chromium knows no address for it and
+    // would treat the frame's loopback origin as a local network it may not reach.
+    '--disable-features=LocalNetworkAccessChecks'],
+};
+
+const hostPage = (src) => `<!doctype html><html><head><meta charset="utf-8"><title>floor</title></head><body>
+<iframe sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer"
+  style="width:100%;height:600px;border:0" src="${src}"></iframe>
+<script>
+addEventListener('message', (event) => {
+  const m = event.data;
+  if (!m || m.jsonrpc !== '2.0') return;
+  if (window.__asked === undefined && m.method === 'ui/initialize') window.__asked = performance.now();
+  if (m.method === 'ui/initialize') {
+    event.source.postMessage({ jsonrpc: '2.0', id: m.id, result: {
+      protocolVersion: m.params.protocolVersion, hostInfo: { name: 'floor', version: '0' },
+      hostCapabilities: {}, hostContext: { theme: 'light', displayMode: 'inline' } } }, '*');
+  } else if (m.method === 'ui/notifications/initialized') {
+    window.__initialized = performance.now();
+  } else if (m.id !== undefined && m.method) {
+    event.source.postMessage({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } }, '*');
+  }
+});
+</script></body></html>`;
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const strad = await startStrad({});
+const servers = [];
+const browser = await chromium.launch(CHROMIUM);
+try {
+  const context = await browser.newContext({ baseURL: strad.baseURL });
+  const page = await context.newPage();
+  await page.goto(await strad.nextLink());
+  const post = async (name, form) => {
+    const response = await page.request.post(`/api/${name}`, { form, headers: { origin: strad.baseURL } });
+    if (response.status() !== 200) throw new Error(`${name} ${JSON.stringify(form)}: ${response.status()}`);
+    return response;
+  };
+  const slugs = [];
+  for (const [index, name] of APPS.entries()) {
+    const server = await startExample(name);
+    servers.push(server);
+    const slug = `app-${index}`;
+    await post('servers/register', { slug, display_name: name, url: server.url, cap_tools: 'on', cap_apps: 'on' });
+    await post('entitlements/grant', { slug, grantee: 'admin@localhost' });
+    await page.goto(`/apps/${slug}`);
+    await page.locator('iframe.app-frame[data-app-session="initialized"]').waitFor({ state: 'attached', timeout: 30_000 });
+    slugs.push([slug, name]);
+  }
+  console.log('| app (npm bin) | app sent ui/initialize | app initialized |');
+  console.log('|---|---|---|');
+  const all = [];
+  for (const [slug, name] of slugs) {
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) {
+      const view = await (await post('apps/open', { slug })).json();
+      const src = `${view.frame_origin || strad.baseURL}/apps/${slug}/frame/${view.ticket}`;
+      const fresh = await browser.newContext();
+      const tab = await fresh.newPage();
+      if (process.env.DEBUG) {
+        tab.on('console', (m) => console.log('console:', m.text()));
+        tab.on('response', (r) => console.log('response:', r.status(), r.url()));
+        tab.on('requestfailed', (r) => console.log('failed:', r.failure()?.errorText, r.url()));
+        console.log('src', src);
+        setTimeout(async () => console.log(await tab.content(), tab.frames().map((f) => f.url())), 3000);
+      }
+      await tab.route(`${strad.baseURL}/floor`, (route) => route.fulfill({
+        status: 200, contentType: 'text/html; charset=utf-8', body: hostPage(src),
+      }), { times: 1 });
+      await tab.goto(`${strad.baseURL}/floor`, { waitUntil: 'commit' });
+      await tab.waitForFunction(() => window.__initialized !== undefined, null, { timeout: 30_000 });
+      runs.push(await tab.evaluate(() => [window.__asked, window.__initialized]));
+      await fresh.close();
+    }
+    const asked = median(runs.map((r) => r[0]));
+    const initialized = median(runs.map((r) => r[1]));
+    all.push(initialized);
+    console.log(`| ${name} | ${Math.round(asked)} ms | ${Math.round(initialized)} ms |`);
+  }
+  console.log(`\nmedian of the apps: ${Math.round(median(all))} ms (slowest ${Math.round(Math.max(...all))} ms)`);
+} finally {
+  await browser.close();
+  for (const server of servers) server.stop();
+  await strad.stop();
+}
