@@ -90,13 +90,6 @@ try {
       const src = `${view.frame_origin || strad.baseURL}/apps/${slug}/frame/${view.ticket}`;
       const fresh = await browser.newContext();
       const tab = await fresh.newPage();
-      if (process.env.DEBUG) {
-        tab.on('console', (m) => console.log('console:', m.text()));
-        tab.on('response', (r) => console.log('response:', r.status(), r.url()));
-        tab.on('requestfailed', (r) => console.log('failed:', r.failure()?.errorText, r.url()));
-        console.log('src', src);
-        setTimeout(async () => console.log(await tab.content(), tab.frames().map((f) => f.url())), 3000);
-      }
       await tab.route(`${strad.baseURL}/floor`, (route) => route.fulfill({
         status: 200, contentType: 'text/html; charset=utf-8', body: hostPage(src),
       }), { times: 1 });

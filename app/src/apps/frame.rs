@@ -138,15 +138,23 @@ pub fn AppFrame(
     // The ticket is this frame load's app session. The frame's query is the app's `uri`
     // first, then the host's own params (SPEC §6 "Location"); the hash is added in the
     // browser, which alone knows it.
+    let base = format!(
+        "{}/apps/{}/frame/{}",
+        app.frame_origin,
+        app.slug,
+        app.ticket.clone().unwrap_or_default()
+    );
     let host_search = leptos_router::hooks::use_location().search.get_untracked();
-    let src = frame_src(&app, &uri, &host_search);
-    // The server-rendered page starts the frame's load as it is parsed (`frame_start`), and
-    // its script restarts it when the address has a hash; a frame drawn in the browser has
-    // no `src` (the bridge sets it once it listens) and an empty script, which runs nothing.
-    let (server_src, hash_script) = if cfg!(feature = "ssr") {
-        (Some(src.clone()), crate::apps::frame_start::HASH)
+    let src = format!(
+        "{base}?{}",
+        crate::apps::location::frame_query(&uri, &host_search)
+    );
+    // The server-rendered page starts the frame's load at once (`frame_start`); a frame
+    // drawn in the browser gets an empty script, which runs nothing.
+    let start_script = if cfg!(feature = "ssr") {
+        crate::apps::frame_start::SCRIPT
     } else {
-        (None, "")
+        ""
     };
     let frame: NodeRef<Iframe> = NodeRef::new();
     let phase = RwSignal::new(Phase::Loading);
@@ -191,7 +199,6 @@ pub fn AppFrame(
                 .unwrap_or_default();
             format!("{src}{hash}")
         };
-        let (reopening, host_search) = (app.clone(), host_search.clone());
         let navigate = leptos_router::hooks::use_navigate();
         Effect::new(move || {
             let Some(element) = frame.get() else { return };
@@ -229,19 +236,9 @@ pub fn AppFrame(
                     Event::Closed { why } => phase.set(Phase::Closed(why)),
                 },
             );
-            // Drawn in the browser, the document loads only now, with the bridge listening;
-            // emptied for a hash, it loads with a ticket of its own.
+            // Drawn in the browser, the document loads only now, with the bridge listening.
             if !bridge.started_early() {
-                if element.has_attribute(crate::apps::frame_start::REOPEN) {
-                    reopen(
-                        element.clone(),
-                        reopening.clone(),
-                        host_search.clone(),
-                        phase,
-                    );
-                } else {
-                    element.set_src(&src_with_hash);
-                }
+                element.set_src(&src_with_hash);
             }
             let _ = element.focus();
             if let Some(handle) = &handle {
@@ -280,54 +277,15 @@ pub fn AppFrame(
                 node_ref=frame
                 class="app-frame"
                 title=format!("{} app", app.display_name)
-                src=server_src
+                data-src=src
                 sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
                 referrerpolicy="no-referrer"
             ></iframe>
-            <script nonce=leptos::nonce::use_nonce() inner_html=hash_script></script>
+            <script nonce=leptos::nonce::use_nonce() inner_html=start_script></script>
         </div>
         <IslandActions view=host server=app.display_name.clone() press />
         <AppInspect view=host />
     }
-}
-
-/// The frame's address for `app`'s ticket: the frame route, then the app's `uri` and the
-/// host's own params (SPEC §6 "Location"); the hash is added in the browser, which alone
-/// knows it.
-fn frame_src(app: &AppView, uri: &str, host_search: &str) -> String {
-    format!(
-        "{}/apps/{}/frame/{}?{}",
-        app.frame_origin,
-        app.slug,
-        app.ticket.as_deref().unwrap_or_default(),
-        crate::apps::location::frame_query(uri, host_search)
-    )
-}
-
-/// Loads a frame the page emptied for its hash (`frame_start::HASH`) with a new ticket, if
-/// the person may still open the app and its pinned copy is still the one shown; else says
-/// to open it again.
-#[cfg(feature = "hydrate")]
-fn reopen(
-    frame: web_sys::HtmlIFrameElement,
-    shown: AppView,
-    host_search: String,
-    phase: RwSignal<Phase>,
-) {
-    leptos::task::spawn_local(async move {
-        let uri = shown.uri.clone().unwrap_or_default();
-        let hash = web_sys::window()
-            .and_then(|w| w.location().hash().ok())
-            .unwrap_or_default();
-        match crate::apps::open_app(shown.slug.clone(), Some(uri.clone()), None).await {
-            Ok(app) if app.ticket.is_some() && app.digest == shown.digest => {
-                frame.set_src(&format!("{}{hash}", frame_src(&app, &uri, &host_search)));
-            }
-            _ => phase.set(Phase::Closed(Some(
-                "The app could not be started again. Open it again from the console.",
-            ))),
-        }
-    });
 }
 
 /// What the host's own controls ask of the bridge.

@@ -84,12 +84,22 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
     let tickets = Arc::new(std::sync::Mutex::new(
         mint_tickets(app, admin, "big", 2 * ROUNDS * FRAMES + 800).await,
     ));
+    // Each load carries the session's cookie as a browser sends it, from a client with no
+    // cookie store: the load generator runs in this process, and a store's matching and
+    // parsing of cookies on every load would count as strad's CPU, which nginx's loads
+    // (no cookie) do not pay.
+    let cookie = session_cookie(app).await;
     let load = {
-        let (client, url, tickets) = (admin.clone(), app.url("/apps/big/frame"), tickets.clone());
+        let (client, url, tickets) = (
+            reqwest::Client::new(),
+            app.url("/apps/big/frame"),
+            tickets.clone(),
+        );
         move |accept: &'static str| {
             let ticket = tickets.lock().unwrap().pop().expect("enough tickets");
             client
                 .get(format!("{url}/{ticket}"))
+                .header("cookie", cookie.clone())
                 .header("sec-fetch-site", "same-origin")
                 .header("sec-fetch-dest", "iframe")
                 .header("accept-encoding", accept)
@@ -199,6 +209,20 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         nginx_get,
     )
     .await;
+}
+
+/// The `Cookie` header of a new sign-in as local mode's admin.
+async fn session_cookie(app: &TestApp) -> reqwest::header::HeaderValue {
+    use reqwest::cookie::CookieStore;
+    let jar = Arc::new(reqwest::cookie::Jar::default());
+    let browser = reqwest::Client::builder()
+        .cookie_provider(jar.clone())
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    sign_in_locally(app, &browser).await;
+    jar.cookies(&app.url("/").parse().unwrap())
+        .expect("signed in")
 }
 
 /// `frame` and `nginx_get` take turns, `ROUNDS` times at 1 and at 32 clients, so that the

@@ -196,9 +196,9 @@ impl Bridge {
         close(&self.0, None);
     }
 
-    /// Whether the frame's document was already requested by the server-rendered page (its
-    /// load events and messages so far were replayed); if not, the caller sets the frame's
-    /// `src`.
+    /// Whether the frame's document was already requested by the server-rendered page's
+    /// script (its load events and messages so far were replayed); if not, the caller sets
+    /// the frame's `src`.
     pub fn started_early(&self) -> bool {
         self.1
     }
@@ -278,8 +278,7 @@ pub fn mint_session_id() -> String {
 }
 
 /// Binds a bridge to `frame` (already in the document: before its document loads, or after
-/// the server-rendered page started it and its keeper kept what arrived, which is replayed
-/// first, in order).
+/// the page's script started it and kept what arrived, which is replayed first, in order).
 /// `opening` is what the page is sent once it is initialized; `view` is what the host draws
 /// around the frame; `on_event` hears what happens.
 pub fn start(
