@@ -26,12 +26,12 @@ test('ui/message and ui/update-model-context from the SDK are answered at once w
   const slug = 'no-model-sdk';
   try {
     const app = await openApp(page, strad, mcp, slug);
-    // Pressed as a person would, inside the frame.
-    await app.getByRole('button', { name: 'Send message' }).click();
-    await app.getByRole('button', { name: 'Update model context' }).click();
-    for (const [n, action] of [[1, 'send-message'], [2, 'update-context']]) {
-      const outcome = app.locator(`#outcome-${n}`);
-      await expect(outcome).toHaveAttribute('data-action', action);
+    // Pressed as a person would, inside the frame, one after the other; each outcome is
+    // found by its action, not by the order the page numbered it in.
+    for (const [button, action] of [['Send message', 'send-message'], ['Update model context', 'update-context']]) {
+      await app.getByRole('button', { name: button }).click();
+      const outcome = app.locator(`pre[data-action="${action}"]`);
+      await expect(outcome).toHaveCount(1);
       const { state, record } = await settled(outcome, PROMPT_MS);
       expect(state, action).toBe('error');
       expect(record.error.code, action).toBe(-32601);
