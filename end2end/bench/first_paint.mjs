@@ -24,30 +24,15 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
 process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
 const { startStrad, startExample } = await import('../tests/fixtures.mjs');
+const { APPS, chromiumOptions, median, signedIn } = await import('./support.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS || 10);
 const SESSIONS = Number(process.env.SESSIONS || 200);
 const CALLS_PER_SESSION = Number(process.env.CALLS_PER_SESSION || 5);
-// [npm bin, declaring tool]; each app's page is measured once per bin.
-const APPS = [
-  ['mcp-server-basic-vanillajs', 'get-time'],
-  ['mcp-budget-allocator-server', 'get-budget-data'],
-  ['mcp-server-debug', 'debug-tool'],
-  ['mcp-scenario-modeler-server', 'get-scenario-data'],
-  ['mcp-cohort-heatmap-server', 'get-cohort-data'],
-  ['mcp-customer-segmentation-server', 'get-customer-data'],
-  ['mcp-system-monitor-server', 'get-system-info'],
-];
 // Registered but not measured: a dozen servers in all.
 const EXTRA = ['mcp-server-basic-vanillajs', 'mcp-server-debug', 'mcp-budget-allocator-server',
   'mcp-scenario-modeler-server', 'mcp-cohort-heatmap-server'];
-
-const CHROMIUM = {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run'],
-};
 
 // Runs in the console's page (not in the app's frame): when each moment happened, in ms
 // since the navigation started.
@@ -74,11 +59,6 @@ function recordMoments() {
   }, true);
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 /** A headline figure for `./x bench`'s table: what, measured, target. */
 function summary(what, measured, target) {
   if (process.env.STRAD_BENCH_SUMMARY) appendFileSync(process.env.STRAD_BENCH_SUMMARY, `${what}\t${measured}\t${target}\n`);
@@ -92,22 +72,15 @@ function rssKiB(pid) {
 // One person makes every call of the sessions below: the per-person limits are raised.
 const strad = await startStrad({ STRAD_TOOL_CALLS_PER_SECOND: '100000' });
 const servers = [];
-const browser = await chromium.launch(CHROMIUM);
+const browser = await chromium.launch(chromiumOptions());
 try {
-  const context = await browser.newContext({ baseURL: strad.baseURL });
-  const page = await context.newPage();
-  await page.goto(await strad.nextLink());
-  const api = async (name, form) => {
-    const response = await page.request.post(`/api/${name}`, { form, headers: { origin: strad.baseURL } });
-    if (response.status() !== 200) throw new Error(`${name} ${JSON.stringify(form)}: ${response.status()}`);
-  };
+  const { context, page, api, register } = await signedIn(browser, strad);
   const slugs = [];
   for (const [index, name] of [...APPS.map(([bin]) => bin), ...EXTRA].entries()) {
     const server = await startExample(name);
     servers.push(server);
     const slug = `app-${index}`;
-    await api('servers/register', { slug, display_name: name, url: server.url, cap_tools: 'on', cap_apps: 'on' });
-    await api('entitlements/grant', { slug, grantee: 'admin@localhost' });
+    await register(slug, name, server.url);
     if (index < APPS.length) {
       await api('policy/mark', { slug, tool: APPS[index][1], read_only: 'true' });
       slugs.push([slug, name]);

@@ -14,25 +14,12 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
 process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
 const { startStrad, startExample } = await import('../tests/fixtures.mjs');
+const { APPS, chromiumOptions, median, signedIn } = await import('./support.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
-const APPS = [
-  'mcp-server-basic-vanillajs',
-  'mcp-budget-allocator-server',
-  'mcp-server-debug',
-  'mcp-scenario-modeler-server',
-  'mcp-cohort-heatmap-server',
-  'mcp-customer-segmentation-server',
-  'mcp-system-monitor-server',
-];
-const CHROMIUM = {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run',
-    // The host page is answered by the driver, so Chromium knows no address for it and
-    // would treat the frame's loopback origin as a local network it may not reach.
-    '--disable-features=LocalNetworkAccessChecks'],
-};
+// The host page is answered by the driver, so Chromium knows no address for it and would
+// treat the frame's loopback origin as a local network it may not reach.
+const CHROMIUM = chromiumOptions(['--disable-features=LocalNetworkAccessChecks']);
 
 const hostPage = (src) => `<!doctype html><html><head><meta charset="utf-8"><title>floor</title></head><body>
 <iframe sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer"
@@ -54,30 +41,17 @@ addEventListener('message', (event) => {
 });
 </script></body></html>`;
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 const strad = await startStrad({});
 const servers = [];
 const browser = await chromium.launch(CHROMIUM);
 try {
-  const context = await browser.newContext({ baseURL: strad.baseURL });
-  const page = await context.newPage();
-  await page.goto(await strad.nextLink());
-  const post = async (name, form) => {
-    const response = await page.request.post(`/api/${name}`, { form, headers: { origin: strad.baseURL } });
-    if (response.status() !== 200) throw new Error(`${name} ${JSON.stringify(form)}: ${response.status()}`);
-    return response;
-  };
+  const { page, api: post, register } = await signedIn(browser, strad);
   const slugs = [];
-  for (const [index, name] of APPS.entries()) {
+  for (const [index, [name]] of APPS.entries()) {
     const server = await startExample(name);
     servers.push(server);
     const slug = `app-${index}`;
-    await post('servers/register', { slug, display_name: name, url: server.url, cap_tools: 'on', cap_apps: 'on' });
-    await post('entitlements/grant', { slug, grantee: 'admin@localhost' });
+    await register(slug, name, server.url);
     await page.goto(`/apps/${slug}`);
     await page.locator('iframe.app-frame[data-app-session="initialized"]').waitFor({ state: 'attached', timeout: 30_000 });
     slugs.push([slug, name]);
