@@ -27,10 +27,7 @@ impl Sandbox {
     pub fn new(origin: &Url, state: ServerState) -> Self {
         let console = state.config.http.public_origin();
         let router = Router::new()
-            .route(
-                "/apps/{slug}/frame/{ticket}",
-                get(crate::apps::sandbox_frame),
-            )
+            .route(crate::apps::FRAME_PATH, get(crate::apps::sandbox_frame))
             .fallback(move || not_here(console.clone()))
             .layer(SetResponseHeaderLayer::if_not_present(
                 header::CONTENT_SECURITY_POLICY,

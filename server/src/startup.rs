@@ -166,7 +166,7 @@ impl Application {
             );
         }
         tokio::spawn(prune_expired_tickets(frame_tickets.clone()));
-        let state = ServerState {
+        let state = ServerState::new(crate::state::Shared {
             app: AppState {
                 leptos_options: Arc::new(leptos_options),
                 pool: pool.clone(),
@@ -205,7 +205,7 @@ impl Application {
                 crate::relay::sessions::IDLE,
                 config.http.instance.as_deref(),
             ),
-        };
+        });
         let router = router(state.clone(), pool);
         Ok(Self {
             listener,
@@ -335,6 +335,7 @@ fn router(state: ServerState, pool: PgPool) -> Router {
             state.clone(),
             crate::write_gate::write_gate,
         ))
+        .merge(crate::apps::frame_route())
         .layer(sessions)
         .layer(axum::middleware::from_fn(security_headers::no_store))
         .layer(csp)

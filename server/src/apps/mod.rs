@@ -45,10 +45,21 @@ use crate::tool_call::CallError;
 /// Largest tool-call body accepted from a page (SPEC §6 bridge byte limit).
 const CALL_BODY_LIMIT: usize = 256 * 1024;
 
+/// Where an app's frame loads from, on the console's origin or the sandbox origin.
+pub const FRAME_PATH: &str = "/apps/{slug}/frame/{ticket}";
+
+/// The frame route on the console's origin. It sits under the session layer but not the
+/// console's request middleware (token sign-in, write gate, forgetting authority after
+/// writes): a frame load is a GET that signs nobody in and changes nothing, and it is the
+/// route loaded most often.
+pub fn frame_route() -> Router<ServerState> {
+    Router::new().route(FRAME_PATH, get(frame::frame))
+}
+
+/// The app surface's other routes.
 pub fn routes() -> Router<ServerState> {
     let limited = || DefaultBodyLimit::max(CALL_BODY_LIMIT);
     Router::new()
-        .route("/apps/{slug}/frame/{ticket}", get(frame::frame))
         .route(
             "/apps/{slug}/tools/call",
             post(calls::tools_call).layer(limited()),
