@@ -12,9 +12,9 @@ use crate::auth::oidc::Oidc;
 use crate::config::Config;
 
 /// What every non-Leptos route can reach, behind one pointer: axum clones the state for
-/// each middleware and handler of each request, and a clone of the fields themselves was
-/// two dozen reference counts and the console's origin strings, per clone (measured: 8% of
-/// a frame load's CPU on the console's origin).
+/// each middleware and handler of each request, and cloning the fields themselves would
+/// count two dozen references and copy the console's origin strings each time (8% of a
+/// console-origin frame load's CPU in a profile; docs/benchmarks.md).
 #[derive(Clone)]
 pub struct ServerState(Arc<Shared>);
 
