@@ -2,20 +2,9 @@
 // Every test runs twice, as in lemmy-ui-leptos: with JavaScript (the hydrated console)
 // and without (the server-rendered console must stand on its own).
 import { defineConfig } from '@playwright/test';
+import { chromiumOptions } from './chromium.mjs';
 
-const chromium = {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--no-first-run',
-  ],
-};
+const chromium = chromiumOptions(['--disable-quic']);
 
 export default defineConfig({
   testDir: './tests',

@@ -12,14 +12,7 @@ export const APPS = [
   ['mcp-system-monitor-server', 'get-system-info'],
 ];
 
-/** Debian's Chromium, headless; `extraArgs` after the usual flags. */
-export function chromiumOptions(extraArgs = []) {
-  return {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run', ...extraArgs],
-  };
-}
+export { chromiumOptions } from '../chromium.mjs';
 
 export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
