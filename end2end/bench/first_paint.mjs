@@ -24,7 +24,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
 process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
 const { startStrad, startExample } = await import('../tests/fixtures.mjs');
-const { APPS, chromiumOptions, median, signedIn } = await import('./support.mjs');
+const { APPS, chromiumOptions, median, settled, signedIn } = await import('./support.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS || 10);
@@ -105,6 +105,7 @@ try {
       const fresh = await browser.newContext({ baseURL: strad.baseURL, storageState: state });
       await fresh.addInitScript(recordMoments);
       const tab = await fresh.newPage();
+      await settled();
       const wasm = [];
       tab.on('requestfinished', (request) => {
         if (new URL(request.url()).pathname.endsWith('.wasm')) wasm.push(request);

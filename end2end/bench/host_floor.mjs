@@ -14,7 +14,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
 process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
 const { startStrad, startExample } = await import('../tests/fixtures.mjs');
-const { APPS, chromiumOptions, median, signedIn } = await import('./support.mjs');
+const { APPS, chromiumOptions, median, settled, signedIn } = await import('./support.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
 // The host page is answered by the driver, so Chromium knows no address for it and would
@@ -66,6 +66,7 @@ try {
       const src = `${view.frame_origin || strad.baseURL}/apps/${slug}/frame/${view.ticket}`;
       const fresh = await browser.newContext();
       const tab = await fresh.newPage();
+      await settled();
       await tab.route(`${strad.baseURL}/floor`, (route) => route.fulfill({
         status: 200, contentType: 'text/html; charset=utf-8', body: hostPage(src),
       }), { times: 1 });

@@ -12,7 +12,39 @@ export const APPS = [
   ['mcp-system-monitor-server', 'get-system-info'],
 ];
 
+import { readdirSync, readFileSync } from 'node:fs';
+
 export { chromiumOptions } from '../chromium.mjs';
+
+/** CPU time (clock ticks) of every Chromium process on the machine. */
+function chromiumTicks() {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('chromium')) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return ticks;
+}
+
+/** Resolves once Chromium has used under 20 ms of CPU over 200 ms (or after 5 s). A new
+ * context opens a new window, and Chromium's headless window starts its own toolbar's
+ * WebUI renderer (about half a second of CPU): a navigation started at once would share
+ * the two cores with it, which no visitor's already open window does. */
+export async function settled() {
+  const deadline = Date.now() + 5000;
+  const samples = [chromiumTicks()];
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    samples.push(chromiumTicks());
+    if (samples.length >= 3 && samples.at(-1) - samples.at(-3) <= 2) return;
+  }
+}
 
 export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
