@@ -149,13 +149,19 @@ pub fn AppFrame(
         "{base}?{}",
         crate::apps::location::frame_query(&uri, &host_search)
     );
-    // The server-rendered page starts the frame's load at once (`frame_start`); a frame
-    // drawn in the browser gets an empty script, which runs nothing.
-    let start_script = if cfg!(feature = "ssr") {
-        crate::apps::frame_start::SCRIPT
-    } else {
-        ""
-    };
+    // The server renders the frame with its `src`, so it loads as the page is parsed, and a
+    // script after it (`frame_start`); a frame drawn in the browser gets neither (its bridge
+    // sets the `src` once it listens) and an empty script, which runs nothing.
+    #[cfg(feature = "ssr")]
+    let start_script = crate::apps::frame_start::after_frame(&crate::apps::frame_start::Reopen {
+        slug: &app.slug,
+        uri: &uri,
+        digest: app.digest.as_deref().unwrap_or_default(),
+        before: &format!("{}/apps/{}/frame/", app.frame_origin, app.slug),
+        after: &src[base.len()..],
+    });
+    #[cfg(not(feature = "ssr"))]
+    let start_script = "";
     let frame: NodeRef<Iframe> = NodeRef::new();
     let phase = RwSignal::new(Phase::Loading);
     let host = HostView::new();
@@ -273,18 +279,41 @@ pub fn AppFrame(
                     <button type="button" on:click=leave_fullscreen>"Exit full screen"</button>
                 </div>
             })}
-            <iframe
-                node_ref=frame
-                class="app-frame"
-                title=format!("{} app", app.display_name)
-                data-src=src
-                sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
-                referrerpolicy="no-referrer"
-            ></iframe>
+            {app_frame(frame, format!("{} app", app.display_name), src)}
             <script nonce=leptos::nonce::use_nonce() inner_html=start_script></script>
         </div>
         <IslandActions view=host server=app.display_name.clone() press />
         <AppInspect view=host />
+    }
+}
+
+/// The frame element: with its `src` when the server renders it, which starts the load as
+/// the page is parsed; drawn in the browser, without (the bridge sets it once it listens).
+#[cfg(feature = "ssr")]
+fn app_frame(frame: NodeRef<Iframe>, title: String, src: String) -> impl IntoView {
+    view! {
+        <iframe
+            node_ref=frame
+            class="app-frame"
+            title=title
+            src=src
+            sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
+            referrerpolicy="no-referrer"
+        ></iframe>
+    }
+}
+
+#[cfg(not(feature = "ssr"))]
+fn app_frame(frame: NodeRef<Iframe>, title: String, src: String) -> impl IntoView {
+    view! {
+        <iframe
+            node_ref=frame
+            class="app-frame"
+            title=title
+            data-src=src
+            sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
+            referrerpolicy="no-referrer"
+        ></iframe>
     }
 }
 
