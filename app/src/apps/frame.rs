@@ -149,19 +149,13 @@ pub fn AppFrame(
         "{base}?{}",
         crate::apps::location::frame_query(&uri, &host_search)
     );
-    // The server renders the frame with its `src`, so it loads as the page is parsed, and a
-    // script after it (`frame_start`); a frame drawn in the browser gets neither (its bridge
-    // sets the `src` once it listens) and an empty script, which runs nothing.
-    #[cfg(feature = "ssr")]
-    let start_script = crate::apps::frame_start::after_frame(&crate::apps::frame_start::Reopen {
-        slug: &app.slug,
-        uri: &uri,
-        digest: app.digest.as_deref().unwrap_or_default(),
-        before: &format!("{}/apps/{}/frame/", app.frame_origin, app.slug),
-        after: &src[base.len()..],
-    });
-    #[cfg(not(feature = "ssr"))]
-    let start_script = "";
+    // The server-rendered page starts the frame's load at once (`frame_start`); a frame
+    // drawn in the browser gets an empty script, which runs nothing.
+    let start_script = if cfg!(feature = "ssr") {
+        crate::apps::frame_start::SCRIPT
+    } else {
+        ""
+    };
     let frame: NodeRef<Iframe> = NodeRef::new();
     let phase = RwSignal::new(Phase::Loading);
     let host = HostView::new();
@@ -279,41 +273,18 @@ pub fn AppFrame(
                     <button type="button" on:click=leave_fullscreen>"Exit full screen"</button>
                 </div>
             })}
-            {app_frame(frame, format!("{} app", app.display_name), src)}
+            <iframe
+                node_ref=frame
+                class="app-frame"
+                title=format!("{} app", app.display_name)
+                data-src=src
+                sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
+                referrerpolicy="no-referrer"
+            ></iframe>
             <script nonce=leptos::nonce::use_nonce() inner_html=start_script></script>
         </div>
         <IslandActions view=host server=app.display_name.clone() press />
         <AppInspect view=host />
-    }
-}
-
-/// The frame element: with its `src` when the server renders it, which starts the load as
-/// the page is parsed; drawn in the browser, without (the bridge sets it once it listens).
-#[cfg(feature = "ssr")]
-fn app_frame(frame: NodeRef<Iframe>, title: String, src: String) -> impl IntoView {
-    view! {
-        <iframe
-            node_ref=frame
-            class="app-frame"
-            title=title
-            src=src
-            sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
-            referrerpolicy="no-referrer"
-        ></iframe>
-    }
-}
-
-#[cfg(not(feature = "ssr"))]
-fn app_frame(frame: NodeRef<Iframe>, title: String, src: String) -> impl IntoView {
-    view! {
-        <iframe
-            node_ref=frame
-            class="app-frame"
-            title=title
-            data-src=src
-            sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox"
-            referrerpolicy="no-referrer"
-        ></iframe>
     }
 }
 

@@ -38,13 +38,6 @@ pub fn shell(options: leptos::config::LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light dark" />
                 <AutoReload options=options.clone() />
-                // Ahead of the stylesheet, which holds inline scripts up: an app page's
-                // frame starts loading as it is parsed, and what it sends is kept until the
-                // bridge exists (`apps::frame_start`).
-                <script
-                    nonce=leptos::nonce::use_nonce()
-                    inner_html=crate::apps::frame_start::KEEPER
-                ></script>
                 <HashedStylesheet options=options.clone() id="leptos" />
                 <HydrationScripts options />
                 <MetaTags />
