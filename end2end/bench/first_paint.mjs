@@ -2,8 +2,10 @@
 // memory (docs/benchmarks.md). Starts the release strad (`./x dist`: dist/strad and
 // dist/site) in local mode over a database of its own, registers the npm example servers
 // (a dozen, some twice), opens each app's page once, reads strad's idle VmRSS, then opens
-// each app's page RUNS times in a fresh browser context (a cold cache, as a first visit)
-// and reads, in the page, the time from the navigation's start to the page's first byte, to
+// each app's page RUNS times in a fresh browser context (a cold cache, as a first visit;
+// each navigation starts once the new window's own start has settled, `settled`, and its
+// end is heard through the page's console, so nothing of the driver's runs in the page while
+// it loads) and reads, in the page, the time from the navigation's start to the page's first byte, to
 // the frame's request and its document's load (where the resource timing of a cross-site
 // frame ends), to hydration, to the app's first message (its `ui/initialize`), and to the
 // host marking the app session initialized (`data-app-session`, set on the app's
@@ -24,7 +26,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
 process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
 const { startStrad, startExample } = await import('../tests/fixtures.mjs');
-const { APPS, chromiumOptions, median, settled, signedIn } = await import('./support.mjs');
+const { APPS, DONE, chromiumOptions, median, settled, signedIn, whenInitialized } = await import('./support.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS || 10);
@@ -36,7 +38,7 @@ const EXTRA = ['mcp-server-basic-vanillajs', 'mcp-server-debug', 'mcp-budget-all
 
 // Runs in the console's page (not in the app's frame): when each moment happened, in ms
 // since the navigation started.
-function recordMoments() {
+function recordMoments(DONE) {
   if (window.top !== window) return;
   const moments = {};
   window.__moments = moments;
@@ -44,12 +46,16 @@ function recordMoments() {
     const frame = document.querySelector('iframe.app-frame');
     if (moments.initialized === undefined && frame?.getAttribute('data-app-session') === 'initialized') {
       moments.initialized = performance.now();
+      console.debug(DONE);
     }
     if (moments.hydrated === undefined && document.body?.hasAttribute('data-hydrated')) {
       moments.hydrated = performance.now();
     }
   };
-  new MutationObserver(look).observe(document, { subtree: true, childList: true, attributes: true });
+  // Only the two attributes: the page's own work is what is measured.
+  new MutationObserver(look).observe(document, {
+    subtree: true, attributes: true, attributeFilter: ['data-app-session', 'data-hydrated'],
+  });
   // The app's first message (its `ui/initialize`), heard before any listener of the page's.
   addEventListener('message', (event) => {
     const frame = document.querySelector('iframe.app-frame');
@@ -103,15 +109,16 @@ try {
     const runs = [];
     for (let i = 0; i < RUNS; i++) {
       const fresh = await browser.newContext({ baseURL: strad.baseURL, storageState: state });
-      await fresh.addInitScript(recordMoments);
+      await fresh.addInitScript(recordMoments, DONE);
       const tab = await fresh.newPage();
       await settled();
       const wasm = [];
       tab.on('requestfinished', (request) => {
         if (new URL(request.url()).pathname.endsWith('.wasm')) wasm.push(request);
       });
+      const done = whenInitialized(tab);
       await tab.goto(`/apps/${slug}`, { waitUntil: 'commit' });
-      await tab.locator('iframe.app-frame[data-app-session="initialized"]').waitFor({ state: 'attached', timeout: 30_000 });
+      await done;
       const moments = await tab.evaluate(() => {
         const frame = performance.getEntriesByType('resource').find((e) => e.name.includes('/frame/'));
         const page = performance.getEntriesByType('navigation')[0];

@@ -14,7 +14,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
 process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
 const { startStrad, startExample } = await import('../tests/fixtures.mjs');
-const { APPS, chromiumOptions, median, settled, signedIn } = await import('./support.mjs');
+const { APPS, DONE, chromiumOptions, median, settled, signedIn, whenInitialized } = await import('./support.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
 // The host page is answered by the driver, so Chromium knows no address for it and would
@@ -35,6 +35,7 @@ addEventListener('message', (event) => {
       hostCapabilities: {}, hostContext: { theme: 'light', displayMode: 'inline' } } }, '*');
   } else if (m.method === 'ui/notifications/initialized') {
     window.__initialized = performance.now();
+    console.debug('${DONE}');
   } else if (m.id !== undefined && m.method) {
     event.source.postMessage({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no' } }, '*');
   }
@@ -70,8 +71,9 @@ try {
       await tab.route(`${strad.baseURL}/floor`, (route) => route.fulfill({
         status: 200, contentType: 'text/html; charset=utf-8', body: hostPage(src),
       }), { times: 1 });
+      const done = whenInitialized(tab);
       await tab.goto(`${strad.baseURL}/floor`, { waitUntil: 'commit' });
-      await tab.waitForFunction(() => window.__initialized !== undefined, null, { timeout: 30_000 });
+      await done;
       runs.push(await tab.evaluate(() => [window.__asked, window.__initialized]));
       await fresh.close();
     }

@@ -51,6 +51,15 @@ export const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+/** What a measured page logs once its app is initialized. */
+export const DONE = 'strad-bench: initialized';
+
+/** Resolves when `page` logs DONE: heard through the protocol, so nothing runs in the page
+ * while it loads (a locator or `waitForFunction` would poll there, on its main thread). */
+export function whenInitialized(page) {
+  return page.waitForEvent('console', { predicate: (message) => message.text() === DONE, timeout: 30_000 });
+}
+
 /** A browser context signed in to `strad` as local mode's admin, and `register`, which
  * registers an example server under `slug` with tools and apps and grants it to the admin. */
 export async function signedIn(browser, strad) {
