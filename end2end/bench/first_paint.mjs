@@ -4,9 +4,9 @@
 // (a dozen, some twice), opens each app's page once, reads strad's idle VmRSS, then opens
 // each app's page RUNS times in a fresh browser context (a cold cache, as a first visit;
 // each navigation starts once the new window's own start has settled, `settled`, and its
-// end is heard through the page's console, so nothing of the driver's runs in the page while
-// it loads) and reads, in the page, the time from the navigation's start to the page's first byte, to
-// the frame's request and its document's load (where the resource timing of a cross-site
+// end is heard through the page's console, so nothing of the driver's runs in the page
+// while it loads) and reads, in the page, the time from the navigation's start to the
+// page's first byte, to the frame's request and its document's load (where the resource timing of a cross-site
 // frame ends), to hydration, to the app's first message (its `ui/initialize`), and to the
 // host marking the app session initialized (`data-app-session`, set on the app's
 // `ui/notifications/initialized`), and the wasm an app page's first load transfers. Last,

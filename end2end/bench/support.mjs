@@ -1,5 +1,8 @@
 // What the navigation benchmarks (first_paint.mjs, host_floor.mjs) share: the example apps
-// they measure, how Chromium is started, the median, and a signed-in console to set up from.
+// they measure, how Chromium is started, when a measured load starts and ends, the median,
+// and a signed-in console to set up from.
+
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** [npm bin, a tool it declares]; each app's page is measured once per bin. */
 export const APPS = [
@@ -12,11 +15,9 @@ export const APPS = [
   ['mcp-system-monitor-server', 'get-system-info'],
 ];
 
-import { readdirSync, readFileSync } from 'node:fs';
-
 export { chromiumOptions } from '../chromium.mjs';
 
-/** CPU time (clock ticks) of every Chromium process on the machine. */
+/** CPU time of every Chromium process on the machine, in clock ticks (10 ms here). */
 function chromiumTicks() {
   let ticks = 0;
   for (const pid of readdirSync('/proc')) {
