@@ -1,20 +1,19 @@
 // How fast an app page reaches an initialized app, and what the idle console holds in
 // memory (docs/benchmarks.md). Starts the release strad (`./x dist`: dist/strad and
-// dist/site) in local mode over a database of its own, registers the npm example servers
-// (a dozen, some twice), opens each app's page once, reads strad's idle VmRSS, then opens
-// each app's page RUNS times in a fresh browser context (a cold cache, as a first visit;
-// each navigation starts once the new window's own start has settled, `settled`, and its
-// end is heard through the page's console, so nothing of the driver's runs in the page
-// while it loads) and reads, in the page, the time from the navigation's start to the
-// page's first byte, to the frame's request and its document's load (where the resource timing of a cross-site
-// frame ends), to hydration, to the app's first message (its `ui/initialize`), and to the
-// host marking the app session initialized (`data-app-session`, set on the app's
+// dist/site) in local mode over a database of its own, registers the npm example servers (a
+// dozen, some twice), opens each app's page once, reads strad's idle VmRSS, then opens each
+// app's page RUNS times in a fresh browser context (a cold cache, as a first visit; each
+// navigation starts once the new window's own start has settled, `settled`, and its end is
+// heard through the page's console, so nothing of the driver's runs in the page while it
+// loads) and reads, in the page, the time from the navigation's start to the page's first
+// byte, to the frame's request and its document's load (where the resource timing of a
+// cross-site frame ends), to hydration, to the app's first message (its `ui/initialize`),
+// and to the host marking the app session initialized (`data-app-session`, set on the app's
 // `ui/notifications/initialized`), and the wasm an app page's first load transfers. Last,
 // SESSIONS (200) app sessions at once, each opened (a frame ticket), its frame loaded from
 // the sandbox origin and CALLS_PER_SESSION (5) tool calls made through the app route, with
-// strad's peak and settled VmRSS. Prints markdown
-// tables, and adds its headline figures to the file STRAD_BENCH_SUMMARY names (`./x bench`
-// prints them together); asserts nothing.
+// strad's peak and settled VmRSS. Prints markdown tables, and adds its headline figures to
+// the file STRAD_BENCH_SUMMARY names (`./x bench` prints them together); asserts nothing.
 //
 //   node end2end/bench/first_paint.mjs        (RUNS=9 by default; STRAD_BIN, STRAD_SITE_ROOT)
 import path from 'node:path';
