@@ -25,7 +25,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
 process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
 const { startStrad, startExample } = await import('../tests/fixtures.mjs');
-const { APPS, DONE, chromiumOptions, median, settled, signedIn, whenInitialized } = await import('./support.mjs');
+const { APPS, DONE, chromiumOptions, frameTiming, median, settled, signedIn, whenInitialized } = await import('./support.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS || 10);
@@ -118,11 +118,13 @@ try {
       const done = whenInitialized(tab);
       await tab.goto(`/apps/${slug}`, { waitUntil: 'commit' });
       await done;
-      const moments = await tab.evaluate(() => {
-        const frame = performance.getEntriesByType('resource').find((e) => e.name.includes('/frame/'));
-        const page = performance.getEntriesByType('navigation')[0];
-        return { ...window.__moments, firstByte: page?.responseStart, frame: frame?.startTime, loaded: frame?.responseEnd };
-      });
+      const { requested, loaded } = await tab.evaluate(frameTiming);
+      const moments = {
+        ...await tab.evaluate(() => ({
+          ...window.__moments, firstByte: performance.getEntriesByType('navigation')[0]?.responseStart,
+        })),
+        frame: requested, loaded,
+      };
       runs.push(moments);
       if (transferred.length === 0) {
         for (const request of wasm) {

@@ -14,7 +14,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 process.env.STRAD_BIN ||= path.join(root, 'dist', 'strad');
 process.env.STRAD_SITE_ROOT ||= path.join(root, 'dist', 'site');
 const { startStrad, startExample } = await import('../tests/fixtures.mjs');
-const { APPS, DONE, chromiumOptions, median, settled, signedIn, whenInitialized } = await import('./support.mjs');
+const { APPS, DONE, chromiumOptions, frameTiming, median, settled, signedIn, whenInitialized } = await import('./support.mjs');
 
 const RUNS = Number(process.env.RUNS || 9);
 // The host page is answered by the driver, so Chromium knows no address for it and would
@@ -74,10 +74,8 @@ try {
       const done = whenInitialized(tab);
       await tab.goto(`${strad.baseURL}/floor`, { waitUntil: 'commit' });
       await done;
-      runs.push(await tab.evaluate(() => [
-        performance.getEntriesByType('resource').find((e) => e.name.includes('/frame/'))?.startTime,
-        window.__asked, window.__initialized,
-      ]));
+      const { requested } = await tab.evaluate(frameTiming);
+      runs.push([requested, ...await tab.evaluate(() => [window.__asked, window.__initialized])]);
       await fresh.close();
     }
     const [requested, asked, initialized] = [0, 1, 2].map((k) => median(runs.map((r) => r[k])));

@@ -1,6 +1,6 @@
 // What the navigation benchmarks (first_paint.mjs, host_floor.mjs) share: the example apps
-// they measure, how Chromium is started, when a measured load starts and ends, the median,
-// and a signed-in console to set up from.
+// they measure, how Chromium is started, when a measured load starts and ends, when the
+// page's frame was requested, the median, and a signed-in console to set up from.
 
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -51,6 +51,13 @@ export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
+
+/** Runs in a host page: when its app frame's document was requested and when it loaded
+ * (where the resource timing of a cross-site frame ends), in ms since the navigation. */
+export function frameTiming() {
+  const frame = performance.getEntriesByType('resource').find((e) => e.name.includes('/frame/'));
+  return { requested: frame?.startTime, loaded: frame?.responseEnd };
+}
 
 /** What a measured page logs once its app is initialized. */
 export const DONE = 'strad-bench: initialized';
