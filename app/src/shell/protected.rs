@@ -19,38 +19,38 @@ pub type MeResource = crate::json::Loaded<Result<Option<Me>, AppError>>;
 #[component]
 pub fn Protected<F, V>(children: F, #[prop(optional)] role: Option<Role>) -> impl IntoView
 where
-    F: Fn(Me) -> V + Send + Sync + 'static,
+    F: FnOnce(Me) -> V + Send + 'static,
     V: IntoView + 'static,
 {
     let me = expect_context::<MeResource>();
     let location = use_location();
-    let children = std::sync::Arc::new(children);
+    // One future, not a closure that makes one: while rendering on the server, Suspense
+    // walks its children up to three times (to find what they read, to check nothing new
+    // started, to render), and a closure would build the page anew each time, every copy
+    // loading the page's data again (on the app page, issuing another frame ticket). The
+    // future is polled where it stopped, so the page is built once. `me` is loaded once
+    // per page load and never refetched, so nothing here needs to re-run.
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
-            {move || {
-                let children = children.clone();
-                Suspend::new(async move {
-                    match me.await {
-                        Ok(Some(me)) => match role {
-                            Some(role) if !me.has(role) => {
-                                view! { <ForbiddenPage /> }.into_any()
-                            }
-                            _ => children(me).into_any(),
-                        },
-                        Ok(None) => {
-                            // `search` comes without its leading `?`.
-                            let search = location.search.get_untracked();
-                            let here = match search.trim_start_matches('?') {
-                                "" => location.pathname.get_untracked(),
-                                query => format!("{}?{query}", location.pathname.get_untracked()),
-                            };
-                            let target = format!("/sign-in?next={}", encode_component(&here));
-                            redirect_to_sign_in(target).into_any()
-                        }
-                        Err(err) => view! { <ErrorPage error=err /> }.into_any(),
+            {Suspend::new(async move {
+                match me.await {
+                    Ok(Some(me)) => match role {
+                        Some(role) if !me.has(role) => view! { <ForbiddenPage /> }.into_any(),
+                        _ => children(me).into_any(),
+                    },
+                    Ok(None) => {
+                        // `search` comes without its leading `?`.
+                        let search = location.search.get_untracked();
+                        let here = match search.trim_start_matches('?') {
+                            "" => location.pathname.get_untracked(),
+                            query => format!("{}?{query}", location.pathname.get_untracked()),
+                        };
+                        let target = format!("/sign-in?next={}", encode_component(&here));
+                        redirect_to_sign_in(target).into_any()
                     }
-                })
-            }}
+                    Err(err) => view! { <ErrorPage error=err /> }.into_any(),
+                }
+            })}
         </Suspense>
     }
 }

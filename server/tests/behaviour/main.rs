@@ -18,6 +18,7 @@ mod local_mode;
 mod mcp_client;
 mod metrics;
 mod oidc_sign_in;
+mod page_data;
 mod process;
 mod relay;
 mod schema_forms;
