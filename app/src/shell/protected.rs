@@ -75,6 +75,7 @@ where
     }
 }
 
+/// What a protected page shows until it knows who is asking.
 fn loading() -> impl IntoView {
     view! { <p class="loading">"Loading…"</p> }
 }
