@@ -25,7 +25,8 @@ const PAGES: &[(&str, usize)] = &[
     ("/servers/widget", 2),
 ];
 
-/// Rounds of each page: how many times a resource is loaded has varied between requests.
+/// Rounds of each page: whether a render loads a page's data again can depend on when the
+/// person's data arrives, so one request per page proves little.
 const ROUNDS: usize = 6;
 
 /// The ids of the resources whose values a page carries for hydration.
