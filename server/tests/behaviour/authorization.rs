@@ -279,13 +279,6 @@ async fn a_server_from_the_configuration_file_is_read_only_in_the_ui(pool: PgPoo
             .await
             .unwrap();
     assert_eq!(transport, "stdio");
-    let page = admin
-        .get(app.url("/admin/servers/pinned"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page(&app, &admin, "/admin/servers/pinned").await;
     assert!(page.contains("declared in the configuration file"));
 }

@@ -37,14 +37,7 @@ async fn a_server_down_at_registration_is_reported_and_others_work(pool: PgPool)
     still_serving(&app).await;
 
     // The page shows the failure too.
-    let page = admin
-        .get(app.url("/admin/servers/down"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = page(&app, &admin, "/admin/servers/down").await;
     assert!(
         page.contains("failing: could not connect"),
         "the server page says why: {page}"

@@ -42,10 +42,7 @@ async fn each_page_loads_its_data_once(pool: PgPool) {
     let (app, admin, _server) = spawn_app_with_widget(pool).await;
     for round in 0..ROUNDS {
         for (path, loads) in PAGES {
-            let response = admin.get(app.url(path)).send().await.unwrap();
-            assert_eq!(response.status(), 200, "{path}");
-            let page = response.text().await.unwrap();
-            let ids = resolved_resources(&page);
+            let ids = resolved_resources(&page(&app, &admin, path).await);
             assert_eq!(
                 ids.len(),
                 *loads,
@@ -59,14 +56,7 @@ async fn each_page_loads_its_data_once(pool: PgPool) {
 async fn an_app_page_issues_one_frame_ticket(pool: PgPool) {
     let (app, admin, _server) = spawn_app_with_widget(pool).await;
     for round in 0..ROUNDS {
-        let page = admin
-            .get(app.url("/apps/widget"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let page = page(&app, &admin, "/apps/widget").await;
         // Every ticket the page holds: in the frame's address and in the data it hydrates
         // from (a JSON string inside a script, its quotes escaped).
         let mut tickets: Vec<&str> = page

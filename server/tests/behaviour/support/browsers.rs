@@ -12,11 +12,16 @@ pub async fn sign_in_locally(app: &TestApp, client: &reqwest::Client) {
     assert_eq!(location(&response), "/");
 }
 
+/// The body of the console page at `path`; panics unless it is a 200.
+pub async fn page(app: &TestApp, client: &reqwest::Client, path: &str) -> String {
+    let response = client.get(app.url(path)).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{path}");
+    response.text().await.unwrap()
+}
+
 /// The home page's body; panics unless it is a 200.
 pub async fn home_page(app: &TestApp, client: &reqwest::Client) -> String {
-    let response = client.get(app.url("/")).send().await.unwrap();
-    assert_eq!(response.status(), 200, "home page");
-    response.text().await.unwrap()
+    page(app, client, "/").await
 }
 
 /// Whether this browser is signed in: the home page renders instead of redirecting.
