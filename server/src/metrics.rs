@@ -194,15 +194,23 @@ pub async fn track_http(request: Request, next: Next) -> Response {
         Some(matched) => Label::new("route", Arc::<str>::from(matched.as_str())),
         None => Label::from_static_parts("route", UNMATCHED),
     };
-    let method = Label::from_static_parts("method", method_label(request.method()));
+    let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).await;
-    let status = Label::from_static_parts("status", status_class(response.status()));
+    http_request(route, &method, response.status(), started);
+    response
+}
+
+/// Counts one request answered: by route pattern (`route`), method and status class, and
+/// its time since `started`. `track_http` counts the console's requests with it, the
+/// sandbox origin its own.
+pub fn http_request(route: Label, method: &Method, status: StatusCode, started: Instant) {
+    let method = Label::from_static_parts("method", method_label(method));
+    let status = Label::from_static_parts("status", status_class(status));
     let labels = [route, method, status];
     histogram!("strad_http_request_duration_seconds", labels.iter())
         .record(started.elapsed().as_secs_f64());
     counter!("strad_http_requests_total", labels.iter()).increment(1);
-    response
 }
 
 /// A method as a label: the standard ones by name, any other as `other`.

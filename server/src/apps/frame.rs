@@ -110,16 +110,17 @@ pub async fn frame(
         .unwrap_or_else(|stopped| stopped.respond(&state, false))
 }
 
-/// The frame route on the sandbox origin: no cookie is read or set; the ticket alone says
-/// whose frame load this is.
+/// The frame route on the sandbox origin (`sandbox::Sandbox` matches its path): no cookie
+/// is read or set; the ticket alone says whose frame load this is.
 pub async fn sandbox_frame(
-    State(state): State<ServerState>,
-    headers: HeaderMap,
-    Path((slug, ticket)): Path<(String, String)>,
+    state: &ServerState,
+    headers: &HeaderMap,
+    slug: &str,
+    ticket: &str,
 ) -> Response {
-    serve(&state, &headers, &slug, &ticket, None)
+    serve(state, headers, slug, ticket, None)
         .await
-        .unwrap_or_else(|stopped| stopped.respond(&state, true))
+        .unwrap_or_else(|stopped| stopped.respond(state, true))
 }
 
 /// Serves the frame load `ticket` names, once: for the ticket's person (who must be the

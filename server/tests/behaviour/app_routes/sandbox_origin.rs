@@ -108,10 +108,34 @@ async fn the_sandbox_origin_serves_frames_only_and_never_a_cookie(pool: PgPool) 
         assert_eq!(response.status(), 404, "{path}");
         assert!(response.headers().get("set-cookie").is_none(), "{path}");
         assert_eq!(response.headers()["cache-control"], "no-store", "{path}");
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        assert_eq!(response.headers()["referrer-policy"], "no-referrer");
+        assert_eq!(
+            response.headers()["content-security-policy"],
+            "default-src 'none'; frame-ancestors 'none'",
+            "{path}"
+        );
         assert!(
             response.text().await.unwrap().contains("app frames only"),
             "{path}"
         );
+    }
+    // The frame's path answers a browser's GET only: anything else is refused unread.
+    for method in [
+        reqwest::Method::POST,
+        reqwest::Method::PUT,
+        reqwest::Method::DELETE,
+    ] {
+        let response = admin
+            .request(method.clone(), app.url("/apps/widget/frame/x"))
+            .header("host", &sandbox)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method}");
+        assert!(response.headers().get("set-cookie").is_none());
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        assert_eq!(response.headers()["cache-control"], "no-store");
     }
 }
 
