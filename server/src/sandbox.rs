@@ -52,35 +52,30 @@ impl Sandbox {
     async fn answer(&self, request: Request) -> Response {
         let started = Instant::now();
         let method = request.method().clone();
-        let span = tracing::debug_span!("request", method = %method, uri = %request.uri());
-        let (route, mut response) = match frame_load(request.uri().path()) {
+        let load = frame_load(request.uri().path());
+        let route = match load {
+            Some(_) => crate::apps::FRAME_PATH,
+            None => crate::metrics::UNMATCHED,
+        };
+        let mut response = match load {
             Some((slug, ticket)) if method == Method::GET || method == Method::HEAD => {
-                let served =
-                    crate::apps::sandbox_frame(&self.state, request.headers(), &slug, &ticket)
-                        .instrument(span)
-                        .await;
-                (
-                    Label::from_static_parts("route", crate::apps::FRAME_PATH),
-                    served,
-                )
+                let span = tracing::debug_span!("request", method = %method, uri = %request.uri());
+                crate::apps::sandbox_frame(&self.state, request.headers(), &slug, &ticket)
+                    .instrument(span)
+                    .await
             }
             Some(_) => (
-                Label::from_static_parts("route", crate::apps::FRAME_PATH),
-                (
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    [(header::ALLOW, "GET,HEAD")],
-                )
-                    .into_response(),
-            ),
-            None => (
-                Label::from_static_parts("route", crate::metrics::UNMATCHED),
-                not_here(&self.state.config.http.public_origin()),
-            ),
+                StatusCode::METHOD_NOT_ALLOWED,
+                [(header::ALLOW, "GET,HEAD")],
+            )
+                .into_response(),
+            None => not_here(&self.state.config.http.public_origin()),
         };
         if method == Method::HEAD {
             *response.body_mut() = axum::body::Body::empty();
         }
         origin_headers(response.headers_mut());
+        let route = Label::from_static_parts("route", route);
         crate::metrics::http_request(route, &method, response.status(), started);
         response
     }
