@@ -37,7 +37,11 @@ impl Held {
         let mut held = self.lock();
         let HeldTickets { unspent, by_person } = &mut *held;
         let queue = by_person.entry(person).or_default();
-        queue.retain(|(n, _)| unspent.contains_key(n));
+        // Spent tickets leave only when the person is at their bound (or at the next
+        // prune): one pass per full queue, not one per ticket issued.
+        if queue.len() >= per_person {
+            queue.retain(|(n, _)| unspent.contains_key(n));
+        }
         let mut voided = 0;
         while queue.len() >= per_person {
             if let Some((oldest, _)) = queue.pop_front() {
@@ -81,6 +85,27 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_unspent_tickets_count_against_the_bound() {
+        let held = Held::default();
+        let person = Uuid::new_v4();
+        assert_eq!(held.hold(person, [1; 16], 100, 2), 0);
+        assert_eq!(held.hold(person, [2; 16], 100, 2), 0);
+        assert!(held.take(&[1; 16]));
+        assert_eq!(
+            held.hold(person, [3; 16], 100, 2),
+            0,
+            "the spent one made room"
+        );
+        assert_eq!(
+            held.hold(person, [4; 16], 100, 2),
+            1,
+            "the oldest unspent is voided"
+        );
+        assert!(!held.take(&[2; 16]), "voided");
+        assert!(held.take(&[3; 16]) && held.take(&[4; 16]));
+    }
 
     #[test]
     fn expired_tickets_are_forgotten() {
