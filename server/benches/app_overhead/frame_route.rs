@@ -84,16 +84,14 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
     let tickets = Arc::new(std::sync::Mutex::new(
         mint_tickets(app, admin, "big", 2 * ROUNDS * FRAMES + 800).await,
     ));
-    // Each load carries the session's cookie as a browser sends it, from a client with no
-    // cookie store: the load generator runs in this process, and a store's matching and
-    // parsing of cookies on every load would count as strad's CPU, which nginx's loads
-    // (no cookie) do not pay.
+    // Each load carries the session's cookie as a browser sends it.
     let cookie = session_cookie(app).await;
     let load = {
-        let (client, url, tickets) = (
+        let (client, url, tickets, cookie) = (
             reqwest::Client::new(),
             app.url("/apps/big/frame"),
             tickets.clone(),
+            cookie.clone(),
         );
         move |accept: &'static str| {
             let ticket = tickets.lock().unwrap().pop().expect("enough tickets");
@@ -129,32 +127,47 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         assert!(Instant::now() < deadline, "strad never compressed the app");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let frame = {
-        let expected = gzipped.len();
-        move || gzip_load(load("gzip"), expected)
-    };
     // nginx serves the same two files with `gzip_static`.
     let nginx = Nginx::start(&served, &gzipped, &csp);
-    let plain = reqwest::Client::new();
-    let nginx_get = {
-        let url = nginx.url.clone();
-        let expected = gzipped.len();
-        move || {
-            gzip_load(
-                plain.get(&url).header("accept-encoding", "gzip").send(),
-                expected,
-            )
-        }
-    };
     nginx.wait_ready().await;
-    measure(300, 4, frame.clone()).await;
-    measure(300, 4, nginx_get.clone()).await;
+    let wrk = Wrk::new();
+    // The requests a browser sends for a frame, from the console's page.
+    let console = app.url("");
+    let cookie = cookie.to_str().unwrap().to_owned();
+    let as_console = [
+        (
+            "Host",
+            console.trim_start_matches("http://").trim_end_matches('/'),
+        ),
+        ("Cookie", cookie.as_str()),
+        ("Sec-Fetch-Site", "same-origin"),
+        ("Sec-Fetch-Dest", "iframe"),
+        ("Accept-Encoding", "gzip"),
+    ];
+    let from_nginx = Run {
+        origin: nginx.origin.as_str(),
+        paths: &["/app.html".to_owned()],
+        count: FRAMES,
+        headers: &[
+            ("Host", "127.0.0.1"),
+            ("Sec-Fetch-Site", "same-origin"),
+            ("Sec-Fetch-Dest", "iframe"),
+            ("Accept-Encoding", "gzip"),
+        ],
+        gzip: gzipped.len(),
+    };
     println!(
-        "\nframe route, a {} KiB app sent as {} KiB of gzip, {ROUNDS} rounds of {FRAMES} loads each, taking turns",
+        "\nframe route, a {} KiB app sent as {} KiB of gzip, {ROUNDS} rounds of {FRAMES} loads each, taking turns, from wrk",
         served.len() / 1024,
         gzipped.len() / 1024
     );
-    take_turns(app, node, "frame route", frame, nginx_get.clone()).await;
+    let frames = Frames {
+        origin: console.trim_end_matches('/'),
+        tickets: &tickets,
+        headers: &as_console,
+        gzip: gzipped.len(),
+    };
+    take_turns(app, node, "frame route", &wrk, &frames, &from_nginx).await;
 
     // The same frames on the sandbox origin (`STRAD_SANDBOX_ORIGIN`, the default in local
     // mode), from a second instance on the same database: there the frame route has a router
@@ -175,8 +188,13 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
     let tickets = Arc::new(std::sync::Mutex::new(
         mint_tickets(&sandboxed, &its_admin, "big", 2 * ROUNDS * FRAMES + 800).await,
     ));
+    let sandbox_host = host.clone();
     let load = {
-        let (client, url) = (reqwest::Client::new(), sandboxed.url("/apps/big/frame"));
+        let (client, url, tickets) = (
+            reqwest::Client::new(),
+            sandboxed.url("/apps/big/frame"),
+            tickets.clone(),
+        );
         move || {
             let ticket = tickets.lock().unwrap().pop().expect("enough tickets");
             client
@@ -196,19 +214,50 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let frame = {
-        let expected = gzipped.len();
-        move || gzip_load(load(), expected)
+    let sandboxed_origin = sandboxed.url("");
+    let frames = Frames {
+        origin: sandboxed_origin.trim_end_matches('/'),
+        tickets: &tickets,
+        headers: &[
+            ("Host", sandbox_host.as_str()),
+            ("Sec-Fetch-Site", "cross-site"),
+            ("Sec-Fetch-Dest", "iframe"),
+            ("Accept-Encoding", "gzip"),
+        ],
+        gzip: gzipped.len(),
     };
-    measure(300, 4, frame.clone()).await;
-    take_turns(
-        &sandboxed,
-        node,
-        "frame route on the sandbox origin",
-        frame,
-        nginx_get,
-    )
-    .await;
+    let what = "frame route on the sandbox origin";
+    take_turns(&sandboxed, node, what, &wrk, &frames, &from_nginx).await;
+}
+
+/// Frame loads of one origin: each spends a ticket of `tickets`.
+struct Frames<'a> {
+    origin: &'a str,
+    tickets: &'a std::sync::Mutex<Vec<String>>,
+    headers: &'a [(&'a str, &'a str)],
+    gzip: usize,
+}
+
+impl Frames<'_> {
+    /// `count` loads from `connections`, each with a ticket of its own.
+    async fn round(&self, wrk: &Wrk, count: usize, connections: usize) -> Figures {
+        let paths: Vec<String> = {
+            let mut tickets = self.tickets.lock().unwrap();
+            let at = tickets.len().checked_sub(count).expect("enough tickets");
+            tickets
+                .drain(at..)
+                .map(|ticket| format!("/apps/big/frame/{ticket}"))
+                .collect()
+        };
+        let run = Run {
+            origin: self.origin,
+            paths: &paths,
+            count,
+            headers: self.headers,
+            gzip: self.gzip,
+        };
+        wrk.run(&run, connections).await
+    }
 }
 
 /// The `Cookie` header of a new sign-in as local mode's admin.
@@ -225,16 +274,27 @@ async fn session_cookie(app: &TestApp) -> reqwest::header::HeaderValue {
         .expect("signed in")
 }
 
-/// `frame` and `nginx_get` take turns, `ROUNDS` times at 1 and at 32 clients, so that the
-/// machine's slow moments fall on both; each round is one ratio, and the median round is
-/// the figure (named `what` in the summary).
-async fn take_turns<F, Fut, N, NFut>(app: &TestApp, node: u32, what: &str, frame: F, nginx_get: N)
-where
-    F: Fn() -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = Result<(), String>> + Send,
-    N: Fn() -> NFut + Clone + Send + 'static,
-    NFut: Future<Output = Result<(), String>> + Send,
-{
+/// strad's frame loads and nginx's take turns, `ROUNDS` times at 1 and at 32 connections,
+/// so that the machine's slow moments fall on both; each round is one ratio, and the
+/// median round is the figure (named `what` in the summary).
+async fn take_turns(
+    app: &TestApp,
+    node: u32,
+    what: &str,
+    wrk: &Wrk,
+    frames: &Frames<'_>,
+    nginx: &Run<'_>,
+) {
+    // Warm both: connections, the prepared copy, nginx's file cache.
+    frames.round(wrk, 300, 4).await;
+    wrk.run(
+        &Run {
+            count: 300,
+            ..*nginx
+        },
+        4,
+    )
+    .await;
     println!("\n{what}");
     // During strad's turn, CPU per load: strad's, PostgreSQL's (a frame load served from
     // memory asks it nothing), split into its connections' (strad reading it) and its own
@@ -248,7 +308,7 @@ where
         let mut ratios = Vec::new();
         for round in 1..=ROUNDS {
             let (since, heard) = (database_clock(&app.pool).await, app.memos.heard_so_far());
-            let (s, cpu) = with_cpu(node, measure(FRAMES, concurrency, frame.clone())).await;
+            let (s, cpu) = with_cpu(node, frames.round(wrk, FRAMES, concurrency)).await;
             let mut during = database_maintenance_since(&app.pool, &since).await;
             let announced = app.memos.heard_so_far() - heard;
             if announced > 0 {
@@ -257,7 +317,7 @@ where
             if !app.memos.is_live() {
                 during.push_str(" strad was not hearing changes (every load read PostgreSQL)");
             }
-            let n = measure(FRAMES, concurrency, nginx_get.clone()).await;
+            let n = wrk.run(nginx, concurrency).await;
             let ratio = 100.0 * s.requests_per_second / n.requests_per_second;
             ratios.push(ratio);
             let per = |ms: f64| 1000.0 * ms / FRAMES as f64;

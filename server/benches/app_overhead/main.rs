@@ -43,6 +43,7 @@ mod measure;
 mod nginx;
 mod summary;
 mod tool_calls;
+mod wrk;
 
 use std::future::Future;
 use std::process::Stdio;
@@ -62,6 +63,7 @@ use nginx::*;
 use summary::summary;
 use support::mcp::{ExampleServer, TestServer, free_port};
 use support::*;
+use wrk::{Run, Wrk};
 
 /// Calls per path in each round, from one caller and from 32. The upstream stalls now and
 /// then for 100–250 ms under 32 callers (Node's own pauses, seen on the direct path too);

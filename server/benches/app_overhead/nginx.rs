@@ -4,7 +4,8 @@ use super::*;
 
 /// nginx from Debian's package on a free loopback port, serving one file and its gzip.
 pub struct Nginx {
-    pub url: String,
+    /// `http://127.0.0.1:<port>`, serving `/app.html`.
+    pub origin: String,
     port: u16,
     _dir: TempDir,
     _child: tokio::process::Child,
@@ -87,7 +88,7 @@ http {{
             .spawn()
             .expect("nginx runs (apt install nginx-light; ./x bench does)");
         Nginx {
-            url: format!("http://127.0.0.1:{port}/app.html"),
+            origin: format!("http://127.0.0.1:{port}"),
             port,
             _dir: TempDir(dir),
             _child: child,
