@@ -1,5 +1,5 @@
 //! Who spent the CPU while the calls ran: strad's threads, the load generator, the upstream
-//! Node server and PostgreSQL, read from `/proc`.
+//! Node server, PostgreSQL, and for the frame route nginx and wrk, read from `/proc`.
 
 use super::*;
 
@@ -16,6 +16,11 @@ pub struct Cpu {
     /// Of `postgres`, its background processes' (checkpointer, WAL writer, background writer,
     /// autovacuum): the database's own work, not answering a connection.
     pub postgres_own: f64,
+    /// Every nginx process's (the frame route's comparison).
+    pub nginx: f64,
+    /// This process's children that ended and were waited for: wrk, the frame route's
+    /// load generator, run once per round.
+    pub wrk: f64,
     pub machine: f64,
     pub wall: f64,
 }
@@ -28,14 +33,17 @@ impl Cpu {
             node: self.node + other.node,
             postgres: self.postgres + other.postgres,
             postgres_own: self.postgres_own + other.postgres_own,
+            nginx: self.nginx + other.nginx,
+            wrk: self.wrk + other.wrk,
             machine: self.machine + other.machine,
             wall: self.wall + other.wall,
         }
     }
 
-    /// Busy time of processes other than those four (a build, a backup, another tenant).
+    /// Busy time of processes other than those above (a build, a backup, another tenant).
     pub fn others(&self) -> f64 {
-        (self.machine - self.strad - self.load - self.node - self.postgres).max(0.0)
+        let named = self.strad + self.load + self.node + self.postgres + self.nginx + self.wrk;
+        (self.machine - named).max(0.0)
     }
 }
 
@@ -50,6 +58,8 @@ pub async fn with_cpu<T>(node: u32, work: impl Future<Output = T>) -> (T, Cpu) {
         node: after.node - before.node,
         postgres: after.postgres - before.postgres,
         postgres_own: after.postgres_own - before.postgres_own,
+        nginx: after.nginx - before.nginx,
+        wrk: after.wrk - before.wrk,
         machine: after.machine - before.machine,
         wall: at.elapsed().as_secs_f64() * 1000.0,
     };
@@ -74,6 +84,10 @@ fn cpu_so_far(node: u32) -> Cpu {
             }
         }
     }
+    cpu.wrk = read("/proc/self/stat".into())
+        .as_deref()
+        .and_then(children_used)
+        .map_or(0.0, |ticks| ticks * tick_ms);
     let node_stat = read(format!("/proc/{node}/stat").into());
     cpu.node = node_stat
         .as_deref()
@@ -88,12 +102,14 @@ fn cpu_so_far(node: u32) -> Cpu {
         {
             continue;
         }
-        if let Some(("postgres", ticks)) = read(process.path().join("stat"))
-            .as_deref()
-            .and_then(used)
-            .as_ref()
-            .map(|(name, ticks)| (name.as_str(), *ticks))
-        {
+        let Some((name, ticks)) = read(process.path().join("stat")).as_deref().and_then(used)
+        else {
+            continue;
+        };
+        if name == "nginx" {
+            cpu.nginx += ticks * tick_ms;
+        }
+        if name == "postgres" {
             cpu.postgres += ticks * tick_ms;
             // A connection's process is titled "postgres: <cluster>: <user> <database> …".
             let title = std::fs::read(process.path().join("cmdline")).unwrap_or_default();
@@ -139,6 +155,17 @@ fn used(stat: &str) -> Option<(String, f64)> {
     let user: f64 = fields.get(11)?.parse().ok()?;
     let system: f64 = fields.get(12)?.parse().ok()?;
     Some((stat[open + 1..close].to_owned(), user + system))
+}
+
+/// A `/proc/…/stat` line's children's user plus system time (those waited for), in ticks.
+fn children_used(stat: &str) -> Option<f64> {
+    let fields: Vec<&str> = stat
+        .get(stat.rfind(')')? + 2..)?
+        .split_whitespace()
+        .collect();
+    let user: f64 = fields.get(13)?.parse().ok()?;
+    let system: f64 = fields.get(14)?.parse().ok()?;
+    Some(user + system)
 }
 
 fn clock_ticks_per_second() -> f64 {

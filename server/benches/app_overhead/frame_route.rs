@@ -296,14 +296,14 @@ async fn take_turns(
     )
     .await;
     println!("\n{what}");
-    // During strad's turn, CPU per load: strad's, PostgreSQL's (a frame load served from
-    // memory asks it nothing), split into its connections' (strad reading it) and its own
-    // work (checkpoints, WAL writing, autovacuum), and other processes', to tell a slow
-    // round's cause.
+    // During strad's turn, CPU per load: strad's, wrk's, PostgreSQL's (a frame load served
+    // from memory asks it nothing), split into its connections' (strad reading it) and its
+    // own work (checkpoints, WAL writing, autovacuum), and other processes', to tell a slow
+    // round's cause; during nginx's, nginx's and wrk's.
     println!(
-        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load (µs): strad / PostgreSQL's connections / PostgreSQL's own work / other processes | during strad's turn |"
+        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load (µs): strad / wrk / PostgreSQL's connections / PostgreSQL's own work / other processes | CPU per nginx load (µs): nginx / wrk | during strad's turn |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for concurrency in [1, 32] {
         let mut ratios = Vec::new();
         for round in 1..=ROUNDS {
@@ -317,12 +317,12 @@ async fn take_turns(
             if !app.memos.is_live() {
                 during.push_str(" strad was not hearing changes (every load read PostgreSQL)");
             }
-            let n = wrk.run(nginx, concurrency).await;
+            let (n, its) = with_cpu(node, wrk.run(nginx, concurrency)).await;
             let ratio = 100.0 * s.requests_per_second / n.requests_per_second;
             ratios.push(ratio);
             let per = |ms: f64| 1000.0 * ms / FRAMES as f64;
             println!(
-                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} / {:.0} / {:.0} / {:.0} | {during} |",
+                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} / {:.0} / {:.0} / {:.0} / {:.0} | {:.0} / {:.0} | {during} |",
                 s.requests_per_second,
                 ms(s.p50),
                 ms(s.p99),
@@ -330,9 +330,12 @@ async fn take_turns(
                 ms(n.p50),
                 ms(n.p99),
                 per(cpu.strad),
+                per(cpu.wrk),
                 per(cpu.postgres - cpu.postgres_own),
                 per(cpu.postgres_own),
                 per(cpu.others()),
+                per(its.nginx),
+                per(its.wrk),
             );
         }
         let ratio = median(&mut ratios);
