@@ -150,21 +150,26 @@ fn cpu_so_far(node: u32) -> Cpu {
 /// A `/proc/…/stat` line's command name and its user plus system time, in clock ticks.
 fn used(stat: &str) -> Option<(String, f64)> {
     // The name is in parentheses and may hold spaces; fields 14 and 15 follow the last one.
-    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
-    let fields: Vec<&str> = stat.get(close + 2..)?.split_whitespace().collect();
-    let user: f64 = fields.get(11)?.parse().ok()?;
-    let system: f64 = fields.get(12)?.parse().ok()?;
-    Some((stat[open + 1..close].to_owned(), user + system))
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    Some((stat[open + 1..close].to_owned(), ticks_at(stat, 11)?))
 }
 
-/// A `/proc/…/stat` line's children's user plus system time (those waited for), in ticks.
+/// A `/proc/…/stat` line's children's user plus system time (those waited for), in ticks:
+/// fields 16 and 17.
 fn children_used(stat: &str) -> Option<f64> {
-    let fields: Vec<&str> = stat
+    ticks_at(stat, 13)
+}
+
+/// Two consecutive fields of a `/proc/…/stat` line summed, counting from the first field
+/// after the command name (field 3, the state, is 0).
+fn ticks_at(stat: &str, at: usize) -> Option<f64> {
+    let mut fields = stat
         .get(stat.rfind(')')? + 2..)?
         .split_whitespace()
-        .collect();
-    let user: f64 = fields.get(13)?.parse().ok()?;
-    let system: f64 = fields.get(14)?.parse().ok()?;
+        .skip(at);
+    let user: f64 = fields.next()?.parse().ok()?;
+    let system: f64 = fields.next()?.parse().ok()?;
     Some(user + system)
 }
 
