@@ -32,7 +32,7 @@ mod remembered;
 pub use change_listener::spawn_listener;
 pub use forget_after_writes::forget_after_writes;
 pub use race_free_memo::{Memo, Ticket};
-pub use remembered::{Memos, TokenOwner};
+pub use remembered::{Memos, PersonRow, TokenOwner};
 
 /// The channel the triggers announce changes on.
 pub const CHANNEL: &str = "strad_auth";

@@ -24,9 +24,10 @@ pub use app_log::LINES_PER_SECOND as LOG_LINES_PER_SECOND;
 pub use frame::sandbox_frame;
 pub use frame_cache::FrameCache;
 
+use std::sync::Arc;
+
 use app::auth::ssr::context::RequestContext;
 use app::auth::ssr::session::SessionPerson;
-use app::auth::ssr::users;
 use app::entitlements::ssr::authorize;
 use app::error::AppError;
 use app::servers::ssr::registry::ServerRow;
@@ -39,6 +40,7 @@ use axum::routing::{get, post};
 use serde_json::json;
 use tower_sessions::Session;
 
+use crate::authority_cache::PersonRow;
 use crate::state::ServerState;
 use crate::tool_call::CallError;
 
@@ -173,14 +175,17 @@ async fn entitled(
 async fn person_context(
     session: &Session,
     person: SessionPerson,
-    user: Result<Option<(users::UserRow, Vec<app::auth::Role>)>, sqlx::Error>,
+    user: Result<Option<PersonRow>, sqlx::Error>,
 ) -> Result<RequestContext, AppError> {
     match user {
-        Ok(Some((user, roles))) => Ok(RequestContext {
-            user,
-            roles,
-            session_kind: person.kind,
-        }),
+        Ok(Some(found)) => {
+            let (user, roles) = Arc::unwrap_or_clone(found);
+            Ok(RequestContext {
+                user,
+                roles,
+                session_kind: person.kind,
+            })
+        }
         Ok(None) => {
             let _ = session.flush().await;
             Err(AppError::Unauthorized)

@@ -32,12 +32,17 @@ pub struct TokenOwner {
     pub expires_at: OffsetDateTime,
 }
 
+/// A person's row and roles, as remembered: shared, not copied, with each request that
+/// reads them.
+pub type PersonRow = Arc<(UserRow, Vec<Role>)>;
+
 /// Everything remembered, and the waiters of `caught_up`.
 pub struct Memos {
     epoch: Arc<Epoch>,
     pub sessions: Memo<Id, Option<Record>>,
-    users: Memo<Uuid, Option<(UserRow, Vec<Role>)>>,
-    entitled: Memo<(Uuid, String), ServerRow>,
+    /// Shared, not copied, with each request that reads them (a frame load reads both).
+    users: Memo<Uuid, Option<PersonRow>>,
+    entitled: Memo<(Uuid, String), Arc<ServerRow>>,
     decisions: Memo<(SessionKind, String, String, Surface), Decision>,
     pin_heads: Memo<(Uuid, String, String), Option<PinHead>>,
     tokens: Memo<Vec<u8>, Option<TokenOwner>>,
@@ -135,14 +140,12 @@ impl Memos {
     }
 
     /// The person `id` with their roles.
-    pub async fn user(
-        &self,
-        pool: &PgPool,
-        id: Uuid,
-    ) -> Result<Option<(UserRow, Vec<Role>)>, sqlx::Error> {
-        self.users
-            .get_or_read(id, Option::is_some, users::find_user_with_roles(pool, id))
-            .await
+    pub async fn user(&self, pool: &PgPool, id: Uuid) -> Result<Option<PersonRow>, sqlx::Error> {
+        let read = async {
+            let found = users::find_user_with_roles(pool, id).await?;
+            Ok(found.map(Arc::new))
+        };
+        self.users.get_or_read(id, Option::is_some, read).await
     }
 
     /// `authorize::entitled_server_of`, remembered when entitled.
@@ -151,13 +154,13 @@ impl Memos {
         pool: &PgPool,
         user: Uuid,
         slug: &str,
-    ) -> Result<ServerRow, AppError> {
+    ) -> Result<Arc<ServerRow>, AppError> {
+        let read = async {
+            let server = authorize::entitled_server_of(pool, user, slug).await?;
+            Ok(Arc::new(server))
+        };
         self.entitled
-            .get_or_read(
-                (user, slug.to_owned()),
-                |_| true,
-                authorize::entitled_server_of(pool, user, slug),
-            )
+            .get_or_read((user, slug.to_owned()), |_| true, read)
             .await
     }
 
