@@ -211,7 +211,7 @@ impl FrameTickets {
             return Err(Refused::Malformed);
         }
         let (payload, tag) = ticket.split_once('.').ok_or(Refused::Malformed)?;
-        // Decoded onto the stack: a ticket is bounded, and a load allocates nothing for it.
+        // Decoded onto the stack (a ticket is bounded): its bytes take no allocation.
         let mut payload_bytes = [0u8; MAX_TICKET_CHARS / 4 * 3];
         let payload = URL_SAFE_NO_PAD
             .decode_slice(payload, &mut payload_bytes)
