@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod demo;
+pub mod frame_loads;
 pub mod health;
 pub mod instances;
 pub mod metrics;

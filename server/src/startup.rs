@@ -26,7 +26,9 @@ use crate::auth::local::{self, LocalLinks};
 use crate::auth::oidc::{self, Oidc};
 use crate::auth::sign_out;
 use crate::config::Config;
-use crate::session_store::RememberingStore;
+use crate::frame_loads::FrameLoads;
+use crate::sandbox::Sandbox;
+use crate::session_store::{CookieSessions, RememberingStore};
 use crate::state::ServerState;
 use crate::{db, health, security_headers};
 
@@ -282,13 +284,21 @@ fn router(state: ServerState, pool: PgPool) -> Router {
     let config = &state.config;
     let store = PostgresStore::new(pool.clone());
     tokio::spawn(delete_expired_sessions(store.clone()));
-    let sessions = SessionManagerLayer::new(RememberingStore::new(store, state.memos.clone()))
-        .with_name(session_cookie(config.http.is_https()))
+    let store = RememberingStore::new(store, state.memos.clone());
+    let cookie = session_cookie(config.http.is_https());
+    let expiry = Expiry::OnInactivity(config.auth.session_idle);
+    let frame_loads = Arc::new(FrameLoads::new(
+        state.clone(),
+        config.http.sandbox_origin.as_ref().map(Sandbox::new),
+        CookieSessions::new(store.clone(), cookie, expiry),
+    ));
+    let sessions = SessionManagerLayer::new(store)
+        .with_name(cookie)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(config.http.is_https())
         .with_path("/")
-        .with_expiry(Expiry::OnInactivity(config.auth.session_idle));
+        .with_expiry(expiry);
 
     let routes = route_list();
     let leptos_options = (*state.app.leptos_options).clone();
@@ -298,12 +308,6 @@ fn router(state: ServerState, pool: PgPool) -> Router {
         provide_context(app::tokens::TakenThisRequest::default());
     };
 
-    let [csp, frame, sniff, referrer] = security_headers::layers();
-    let sandbox = config
-        .http
-        .sandbox_origin
-        .as_ref()
-        .map(|origin| crate::sandbox::Sandbox::new(origin, state.clone()));
     let console = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
@@ -335,31 +339,22 @@ fn router(state: ServerState, pool: PgPool) -> Router {
             state.clone(),
             crate::write_gate::write_gate,
         ))
-        .merge(crate::apps::frame_route())
         .layer(sessions)
-        .layer(axum::middleware::from_fn(security_headers::no_store))
-        .layer(csp)
-        .layer(frame)
-        .layer(sniff)
-        .layer(referrer)
+        .layer(axum::middleware::from_fn(security_headers::layer))
         .layer(TraceLayer::new_for_http())
         .merge(crate::metrics::routes(&state))
         .layer(axum::middleware::from_fn(crate::metrics::track_http))
         .with_state(state);
-    // The sandbox origin's requests never reach the console's router or layers (its session
-    // above all): they are told apart before any routing (a layer of the console's own
-    // router would run after it had matched the path).
-    match sandbox {
-        Some(sandbox) => {
-            Router::new()
-                .fallback_service(console)
-                .layer(axum::middleware::from_fn_with_state(
-                    sandbox,
-                    crate::sandbox::dispatch,
-                ))
-        }
-        None => console,
-    }
+    // Frame loads, and every request for the sandbox origin, never reach the console's
+    // router or layers (its session above all, on the sandbox origin): they are told apart
+    // before any routing (a layer of the console's own router would run after it had
+    // matched the path).
+    Router::new()
+        .fallback_service(console)
+        .layer(axum::middleware::from_fn_with_state(
+            frame_loads,
+            crate::frame_loads::dispatch,
+        ))
 }
 
 /// The console's routes, generated once per process. Generating runs the app with resource

@@ -2,15 +2,15 @@
 //! `<base target="_blank">`, under the frame CSP built from exactly the served bytes. Anything
 //! else the frame gets is `Stopped`: a readable page in which no script may run.
 //!
-//! Served on the console's origin (`frame`, where the session must be the ticket's person)
-//! or, when one is configured, only on the sandbox origin (`sandbox_frame`, which reads and
-//! sets no cookie: the signed ticket names the person). Both serve through `serve`.
+//! Served on the console's origin (`console_frame`, where the session must be the ticket's
+//! person) or, when one is configured, only on the sandbox origin (`sandbox_frame`, which
+//! reads and sets no cookie: the signed ticket names the person). Both serve through
+//! `serve`; `frame_loads` answers the requests of both, before any routing.
 
 use app::apps::ssr::{csp, pins, scripts, tickets};
 use app::error::AppError;
 use app::servers::Capability;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tower_sessions::Session;
@@ -90,27 +90,29 @@ impl From<sqlx::Error> for Stopped {
     }
 }
 
-/// The frame route on the console's origin, when frames are not served from a sandbox
-/// origin: the ticket must be the signed-in person's.
-pub async fn frame(
-    State(state): State<ServerState>,
-    session: Session,
-    headers: HeaderMap,
-    Path((slug, ticket)): Path<(String, String)>,
+/// The frame route on the console's origin (`frame_loads` matches its path), `session`
+/// the request's: the ticket must be the signed-in person's. When frames are served from a
+/// sandbox origin, none is served here.
+pub async fn console_frame(
+    state: &ServerState,
+    headers: &HeaderMap,
+    slug: &str,
+    ticket: &str,
+    session: &Session,
 ) -> Response {
     if state.config.http.sandbox_origin.is_some() {
         return Stopped::page(
             StatusCode::NOT_FOUND,
             "App frames are served from this console's sandbox origin.",
         )
-        .respond(&state, false);
+        .respond(state, false);
     }
-    serve(&state, &headers, &slug, &ticket, Some(&session))
+    serve(state, headers, slug, ticket, Some(session))
         .await
-        .unwrap_or_else(|stopped| stopped.respond(&state, false))
+        .unwrap_or_else(|stopped| stopped.respond(state, false))
 }
 
-/// The frame route on the sandbox origin (`sandbox::Sandbox` matches its path): no cookie
+/// The frame route on the sandbox origin (`frame_loads` answers its requests): no cookie
 /// is read or set; the ticket alone says whose frame load this is.
 pub async fn sandbox_frame(
     state: &ServerState,

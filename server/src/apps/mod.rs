@@ -21,7 +21,7 @@ mod host_actions;
 mod resources;
 
 pub use app_log::LINES_PER_SECOND as LOG_LINES_PER_SECOND;
-pub use frame::sandbox_frame;
+pub use frame::{console_frame, sandbox_frame};
 pub use frame_cache::FrameCache;
 
 use std::sync::Arc;
@@ -36,7 +36,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use serde_json::json;
 use tower_sessions::Session;
 
@@ -47,16 +47,9 @@ use crate::tool_call::CallError;
 /// Largest tool-call body accepted from a page (SPEC §6 bridge byte limit).
 const CALL_BODY_LIMIT: usize = 256 * 1024;
 
-/// Where an app's frame loads from, on the console's origin or the sandbox origin.
+/// Where an app's frame loads from, on the console's origin or the sandbox origin; no
+/// router has it (`frame_loads` answers it before routing).
 pub const FRAME_PATH: &str = "/apps/{slug}/frame/{ticket}";
-
-/// The frame route on the console's origin. It sits under the session layer but not the
-/// console's request middleware (token sign-in, write gate, forgetting authority after
-/// writes): a frame load is a GET that signs nobody in and changes nothing, and it is the
-/// route loaded most often.
-pub fn frame_route() -> Router<ServerState> {
-    Router::new().route(FRAME_PATH, get(frame::frame))
-}
 
 /// The app surface's other routes.
 pub fn routes() -> Router<ServerState> {

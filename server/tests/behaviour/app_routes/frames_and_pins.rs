@@ -166,6 +166,97 @@ async fn the_frame_is_refused_to_strangers_and_never_pinned_cross_site(pool: PgP
     assert_eq!(pins, 0);
 }
 
+/// The frame route on the console's origin is answered before any routing: its session is
+/// read from the request's cookie as the session layer reads it (the last cookie of the
+/// name deciding), and each answer carries the console's headers, sets no cookie, and is
+/// counted under the route.
+#[sqlx::test(migrations = false)]
+async fn the_frame_route_reads_the_session_cookie_and_carries_the_consoles_headers(pool: PgPool) {
+    let (app, admin, _server) = spawn_app_with_widget(pool).await;
+    // A session of the same person whose cookie the test holds itself.
+    let bare = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let link = app.local.as_ref().expect("local mode").mint();
+    let signed_in = bare.get(&link).send().await.unwrap();
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    assert!(cookie.starts_with("strad_session="), "{cookie}");
+    let stale = "strad_session=AAAAAAAAAAAAAAAAAAAAAA";
+    let load = |method: reqwest::Method, cookies: String| {
+        let (app, admin, bare) = (&app, &admin, &bare);
+        async move {
+            let issued = ticket(app, admin, "widget").await.unwrap();
+            bare.request(method, app.url(&format!("/apps/widget/frame/{issued}")))
+                .header("sec-fetch-site", "same-origin")
+                .header("sec-fetch-dest", "iframe")
+                .header("cookie", cookies)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let consoles = |response: &reqwest::Response, framed_by: &str| {
+        let h = response.headers();
+        assert!(h.get("set-cookie").is_none());
+        assert_eq!(h["x-frame-options"], framed_by);
+        assert_eq!(h["x-content-type-options"], "nosniff");
+        assert_eq!(h["cache-control"], "no-store");
+        assert!(h.contains_key("content-security-policy"));
+        assert!(h.contains_key("referrer-policy"));
+    };
+
+    let served = load(reqwest::Method::GET, cookie.clone()).await;
+    assert_eq!(served.status(), 200);
+    consoles(&served, "SAMEORIGIN");
+    assert_eq!(served.headers()["referrer-policy"], "no-referrer");
+    assert!(
+        served
+            .text()
+            .await
+            .unwrap()
+            .contains("<base target=\"_blank\">")
+    );
+
+    let stale_last = load(reqwest::Method::GET, format!("{cookie}; {stale}")).await;
+    assert_eq!(
+        stale_last.status(),
+        401,
+        "the last cookie of the name decides"
+    );
+    consoles(&stale_last, "SAMEORIGIN");
+    assert!(
+        stale_last.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .starts_with("sandbox; default-src 'none'; script-src 'none'")
+    );
+    let stale_first = load(reqwest::Method::GET, format!("{stale}; {cookie}")).await;
+    assert_eq!(stale_first.status(), 200);
+    assert_eq!(load(reqwest::Method::GET, "x=1".into()).await.status(), 401);
+
+    let head = load(reqwest::Method::HEAD, cookie.clone()).await;
+    assert_eq!(head.status(), 200);
+    consoles(&head, "SAMEORIGIN");
+    assert!(head.bytes().await.unwrap().is_empty());
+    for method in [reqwest::Method::POST, reqwest::Method::DELETE] {
+        let refused = load(method.clone(), cookie.clone()).await;
+        assert_eq!(refused.status(), 405, "{method}");
+        assert_eq!(refused.headers()["allow"], "GET,HEAD");
+        consoles(&refused, "DENY");
+    }
+
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    for series in [
+        r#"strad_http_requests_total{route="/apps/{slug}/frame/{ticket}",method="GET",status="2xx"}"#,
+        r#"strad_http_requests_total{route="/apps/{slug}/frame/{ticket}",method="GET",status="4xx"}"#,
+        r#"strad_http_requests_total{route="/apps/{slug}/frame/{ticket}",method="POST",status="4xx"}"#,
+    ] {
+        assert!(metrics.contains(series), "{series}\n{metrics}");
+    }
+}
+
 #[sqlx::test(migrations = false)]
 async fn the_app_page_pins_on_first_open_and_limits_its_frame_to_one_path(pool: PgPool) {
     let (app, admin, _server) = spawn_app_with_widget(pool).await;
