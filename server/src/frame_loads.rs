@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use ::metrics::Label;
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -31,7 +32,7 @@ pub struct FrameLoads {
     sessions: CookieSessions,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Origin {
     Sandbox,
     Console,
@@ -47,20 +48,24 @@ impl FrameLoads {
     }
 
     /// The frame route for `GET` and `HEAD`, 405 for other methods on its path, and on the
-    /// sandbox origin 404 for every other path; each answer counted and given its origin's
-    /// headers.
-    async fn answer(&self, request: Request, origin: Origin) -> Response {
+    /// sandbox origin 404 for every other path (`load`, the path of `parts` as `frame_load`
+    /// reads it); each answer counted and given its origin's headers.
+    async fn answer(
+        &self,
+        parts: &Parts,
+        load: Option<(Cow<'_, str>, Cow<'_, str>)>,
+        origin: Origin,
+    ) -> Response {
         let started = Instant::now();
-        let method = request.method().clone();
-        let load = frame_load(request.uri().path());
+        let method = parts.method.clone();
         let route = match load {
             Some(_) => crate::apps::FRAME_PATH,
             None => crate::metrics::UNMATCHED,
         };
         let mut response = match load {
             Some((slug, ticket)) if method == Method::GET || method == Method::HEAD => {
-                let span = tracing::debug_span!("request", method = %method, uri = %request.uri());
-                let (state, headers) = (&self.state, request.headers());
+                let span = tracing::debug_span!("request", method = %method, uri = %parts.uri);
+                let (state, headers) = (&self.state, &parts.headers);
                 match origin {
                     Origin::Sandbox => {
                         crate::apps::sandbox_frame(state, headers, &slug, &ticket)
@@ -102,15 +107,23 @@ pub async fn dispatch(
     request: Request,
     next: Next,
 ) -> Response {
-    let sandbox = loads.sandbox.as_ref();
-    let origin = if sandbox.is_some_and(|sandbox| sandbox.is_for_me(&request)) {
+    let on_sandbox = loads
+        .sandbox
+        .as_ref()
+        .is_some_and(|s| s.is_for_me(&request));
+    // The path is read once, here. The body stays apart: a frame load never reads it, and
+    // a body cannot be shared across an await (it is not `Sync`).
+    let (parts, body) = request.into_parts();
+    let load = frame_load(parts.uri.path());
+    let origin = if on_sandbox {
         Origin::Sandbox
-    } else if frame_load(request.uri().path()).is_some() {
+    } else if load.is_some() {
         Origin::Console
     } else {
-        return next.run(request).await;
+        drop(load);
+        return next.run(Request::from_parts(parts, body)).await;
     };
-    loads.answer(request, origin).await
+    loads.answer(&parts, load, origin).await
 }
 
 /// `(slug, ticket)` of a path the frame route answers, `/apps/{slug}/frame/{ticket}`

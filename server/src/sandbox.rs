@@ -10,6 +10,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use url::Url;
 
+use crate::security_headers::unless_set;
+
 /// The sandbox origin, by the `Host` it answers to.
 #[derive(Clone)]
 pub struct Sandbox {
@@ -46,15 +48,12 @@ pub fn origin_headers(h: &mut HeaderMap) {
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
-    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
-        h.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
-        );
-    }
-    if !h.contains_key(header::CACHE_CONTROL) {
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
+    unless_set(
+        h,
+        header::CONTENT_SECURITY_POLICY,
+        "default-src 'none'; frame-ancestors 'none'",
+    );
+    unless_set(h, header::CACHE_CONTROL, "no-store");
 }
 
 /// `host[:port]` as a browser writes it in `Host` for `origin` (no port when the default).

@@ -1,7 +1,7 @@
 //! Headers every console response carries.
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -22,11 +22,6 @@ pub async fn layer(request: Request, next: Next) -> Response {
 /// response gets. The console's router sets them through `layer`; the frame route on the
 /// console's origin, answered before routing (`frame_loads`), calls this itself.
 pub fn console(h: &mut HeaderMap, cacheable: bool) {
-    let unless_set = |h: &mut HeaderMap, name, value| {
-        if !h.contains_key(&name) {
-            h.insert(name, HeaderValue::from_static(value));
-        }
-    };
     unless_set(
         h,
         header::CONTENT_SECURITY_POLICY,
@@ -40,6 +35,13 @@ pub fn console(h: &mut HeaderMap, cacheable: bool) {
     unless_set(h, header::REFERRER_POLICY, "same-origin");
     if !cacheable {
         unless_set(h, header::CACHE_CONTROL, "no-store");
+    }
+}
+
+/// Sets `name` to `value` unless the response set it itself.
+pub fn unless_set(h: &mut HeaderMap, name: HeaderName, value: &'static str) {
+    if !h.contains_key(&name) {
+        h.insert(name, HeaderValue::from_static(value));
     }
 }
 
