@@ -164,11 +164,16 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     measure(300, 4, via_mcp.clone()).await;
     // For a profiler: `STRAD_BENCH_ONLY=app|mcp|refused` runs only that path (`refused`: an
     // app call refused by policy), 15 000 calls, from 32 callers or with `:1` from one;
-    // `STRAD_BENCH_ONLY=frames` runs only the frame route beside nginx.
+    // `STRAD_BENCH_ONLY=frames` runs only the frame route beside nginx, and
+    // `STRAD_BENCH_ONLY=calls` only the tool calls' table (direct, app route, `/mcp`).
     if let Ok(only) = std::env::var("STRAD_BENCH_ONLY") {
+        let node = upstream.pid().expect("the upstream server runs");
         if only == "frames" {
-            let node = upstream.pid().expect("the upstream server runs");
             frame_route::beside_nginx(&app, &admin, node).await;
+            return;
+        }
+        if only == "calls" {
+            tool_calls::three_paths(&app, node, &direct, &through, &via_mcp).await;
             return;
         }
         eprintln!("profiling window: pid {}", std::process::id());
