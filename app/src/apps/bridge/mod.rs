@@ -344,7 +344,7 @@ pub fn start(
 }
 
 /// The frame's document finished loading. One document per frame: a second load removes
-/// the frame and ends this session.
+/// the frame and ends its app session.
 fn loaded(session: &Shared) {
     let second = {
         let mut s = session.borrow_mut();

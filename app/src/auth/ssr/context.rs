@@ -96,7 +96,7 @@ impl RequestContext {
         }
     }
 
-    /// Whether this session may change anything (`SessionKind::may_write`).
+    /// Whether this sign-in may change anything (`SessionKind::may_write`).
     pub fn may_write(&self) -> bool {
         self.session_kind.may_write()
     }

@@ -105,10 +105,10 @@ impl SessionPerson {
         now >= self.ends_at
     }
 
-    /// May this session change anything? A token session may only view (SPEC §3): no tool
-    /// call, no pin, no admin or any other change, whatever roles its person holds. Every
-    /// write — the write gate of every request, and each writing server function — asks
-    /// this one question.
+    /// May this sign-in change anything? A sign-in with a login token may only view (SPEC
+    /// §3): no tool call, no pin, no admin or any other change, whatever roles its person
+    /// holds. Every write — the write gate of every request, and each writing server
+    /// function — asks this one question.
     pub fn may_write(&self) -> bool {
         self.kind.may_write()
     }
