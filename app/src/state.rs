@@ -34,6 +34,8 @@ pub struct AppState {
     pub sandbox_origin: Option<String>,
     /// Live login tokens one person may hold (`auth.tokens_per_person`).
     pub tokens_per_person: u32,
+    /// Pin row versions whose bytes were found intact (`pins::get_checked`).
+    pub checked_pins: Arc<crate::apps::ssr::pins::Checked>,
 }
 
 impl AppState {

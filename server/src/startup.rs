@@ -178,6 +178,7 @@ impl Application {
                 frame_tickets,
                 sandbox_origin: config.http.sandbox(),
                 tokens_per_person: config.auth.tokens_per_person,
+                checked_pins: Arc::default(),
             },
             config: config.clone(),
             oidc,

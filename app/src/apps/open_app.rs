@@ -115,7 +115,8 @@ pub async fn open_app(
         return Ok(view);
     };
     view.uri = Some(uri.clone());
-    let existing = pins::get(&state.pool, ctx.user.id, &slug, &uri).await?;
+    let existing =
+        pins::get_checked(&state.pool, &state.checked_pins, ctx.user.id, &slug, &uri).await?;
     let pin = match (existing, refresh.unwrap_or(false)) {
         (Some(pin), false) => pin,
         (existing, _) => {
@@ -135,7 +136,7 @@ pub async fn open_app(
             )
             .await
             {
-                Ok(pin) => pin,
+                Ok(pin) => pin.facts(),
                 Err(pins::PinError::Database(error)) => return Err(error.into()),
                 Err(other) => {
                     view.status = AppStatus::Unavailable(other.for_person(&slug, ctx.user.id));
@@ -154,7 +155,7 @@ pub async fn open_app(
         .and_then(|p| p.as_object())
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default();
-    if !pin.is_intact() {
+    if !pin.intact {
         view.status = AppStatus::Corrupt;
         return Ok(view);
     }
