@@ -114,15 +114,16 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         .to_owned();
     let served = first.bytes().await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    let gzipped = loop {
+    let (gzipped, gzip_headers) = loop {
         let response = load("gzip").await.unwrap();
         let gzip = response
             .headers()
             .get("content-encoding")
             .is_some_and(|v| v == "gzip");
+        let headers = response.headers().clone();
         let body = response.bytes().await.unwrap();
         if gzip {
-            break body;
+            break (body, headers);
         }
         assert!(Instant::now() < deadline, "strad never compressed the app");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -130,6 +131,7 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
     // nginx serves the same two files with `gzip_static`.
     let nginx = Nginx::start(&served, &gzipped, &csp);
     nginx.wait_ready().await;
+    let floor = bare_axum(gzipped.clone(), gzip_headers);
     let wrk = Wrk::new();
     // The requests a browser sends for a frame, from the console's page.
     let console = app.url("");
@@ -167,7 +169,15 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         headers: &as_console,
         gzip: gzipped.len(),
     };
-    take_turns(app, node, "frame route", &wrk, &frames, &from_nginx).await;
+    let from_floor = Run {
+        origin: floor.as_str(),
+        ..from_nginx
+    };
+    let compared = Compared {
+        nginx: &from_nginx,
+        floor: &from_floor,
+    };
+    take_turns(app, node, "frame route", &wrk, &frames, &compared).await;
 
     // The same frames on the sandbox origin (`STRAD_SANDBOX_ORIGIN`, the default in local
     // mode), from a second instance on the same database: there the frame route has a router
@@ -227,7 +237,50 @@ pub async fn beside_nginx(app: &TestApp, admin: &reqwest::Client, node: u32) {
         gzip: gzipped.len(),
     };
     let what = "frame route on the sandbox origin";
-    take_turns(&sandboxed, node, what, &wrk, &frames, &from_nginx).await;
+    take_turns(&sandboxed, node, what, &wrk, &frames, &compared).await;
+}
+
+/// The floor under the frame route: a bare axum server, on a runtime built as strad's
+/// (`runtime::build`: its worker threads) with `TCP_NODELAY` as strad sets it, answering
+/// every request with the gzip strad sends and strad's headers, from memory. No routing,
+/// session, ticket or check: what the HTTP stack strad is built on costs a load by itself.
+/// Its `http://127.0.0.1:<port>`; it serves until the process ends.
+fn bare_axum(gzipped: axum::body::Bytes, mut headers: reqwest::header::HeaderMap) -> String {
+    use axum::serve::ListenerExt;
+    for set_by_hyper in ["date", "content-length", "transfer-encoding", "connection"] {
+        headers.remove(set_by_hyper);
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let runtime = strad_server::runtime::build("bench-floor").expect("runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .unwrap()
+                .tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
+            let answer = move || {
+                let (body, headers) = (gzipped.clone(), headers.clone());
+                async move {
+                    let mut response = axum::response::Response::new(axum::body::Body::from(body));
+                    *response.headers_mut() = headers;
+                    response
+                }
+            };
+            let floor = axum::Router::new().fallback(answer);
+            axum::serve(listener, floor).await.unwrap();
+        });
+    });
+    origin
+}
+
+/// What the frame route is compared with: nginx, and the bare axum server (`bare_axum`),
+/// each asked for its one path as many times as strad is loaded.
+struct Compared<'a> {
+    nginx: &'a Run<'a>,
+    floor: &'a Run<'a>,
 }
 
 /// Frame loads of one origin: each spends a ticket of `tickets`.
@@ -283,8 +336,9 @@ async fn take_turns(
     what: &str,
     wrk: &Wrk,
     frames: &Frames<'_>,
-    nginx: &Run<'_>,
+    compared: &Compared<'_>,
 ) {
+    let (nginx, floor) = (compared.nginx, compared.floor);
     // Warm both: connections, the prepared copy, nginx's file cache.
     frames.round(wrk, 300, 4).await;
     wrk.run(
@@ -295,17 +349,25 @@ async fn take_turns(
         4,
     )
     .await;
+    wrk.run(
+        &Run {
+            count: 300,
+            ..*floor
+        },
+        4,
+    )
+    .await;
     println!("\n{what}");
     // During strad's turn, CPU per load: strad's, wrk's, PostgreSQL's (a frame load served
     // from memory asks it nothing), split into its connections' (strad reading it) and its
     // own work (checkpoints, WAL writing, autovacuum), and other processes', to tell a slow
     // round's cause; during nginx's, nginx's and wrk's.
     println!(
-        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | CPU per strad load (µs): strad / wrk / PostgreSQL's connections / PostgreSQL's own work / other processes | CPU per nginx load (µs): nginx / wrk | during strad's turn |"
+        "| clients | round | strad req/s | p50 | p99 | nginx req/s | p50 | p99 | strad / nginx | bare axum req/s | bare axum / nginx | CPU per strad load (µs): strad / wrk / PostgreSQL's connections / PostgreSQL's own work / other processes | CPU per nginx load (µs): nginx / wrk | during strad's turn |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for concurrency in [1, 32] {
-        let mut ratios = Vec::new();
+        let (mut ratios, mut floors) = (Vec::new(), Vec::new());
         for round in 1..=ROUNDS {
             let (since, heard) = (database_clock(&app.pool).await, app.memos.heard_so_far());
             let (s, cpu) = with_cpu(node, frames.round(wrk, FRAMES, concurrency)).await;
@@ -318,17 +380,21 @@ async fn take_turns(
                 during.push_str(" strad was not hearing changes (every load read PostgreSQL)");
             }
             let (n, its) = with_cpu(node, wrk.run(nginx, concurrency)).await;
+            let f = wrk.run(floor, concurrency).await;
             let ratio = 100.0 * s.requests_per_second / n.requests_per_second;
+            let floor_ratio = 100.0 * f.requests_per_second / n.requests_per_second;
             ratios.push(ratio);
+            floors.push(floor_ratio);
             let per = |ms: f64| 1000.0 * ms / FRAMES as f64;
             println!(
-                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} / {:.0} / {:.0} / {:.0} / {:.0} | {:.0} / {:.0} | {during} |",
+                "| {concurrency} | {round} | {:.0} | {} | {} | {:.0} | {} | {} | {ratio:.0}% | {:.0} | {floor_ratio:.0}% | {:.0} / {:.0} / {:.0} / {:.0} / {:.0} | {:.0} / {:.0} | {during} |",
                 s.requests_per_second,
                 ms(s.p50),
                 ms(s.p99),
                 n.requests_per_second,
                 ms(n.p50),
                 ms(n.p99),
+                f.requests_per_second,
                 per(cpu.strad),
                 per(cpu.wrk),
                 per(cpu.postgres - cpu.postgres_own),
@@ -338,12 +404,17 @@ async fn take_turns(
                 per(its.wrk),
             );
         }
-        let ratio = median(&mut ratios);
-        println!("| {concurrency} | median | | | | | | | {ratio:.0}% |");
+        let (ratio, floor_ratio) = (median(&mut ratios), median(&mut floors));
+        println!("| {concurrency} | median | | | | | | | {ratio:.0}% | | {floor_ratio:.0}% |");
         summary(
             &format!("{what} / nginx, same bytes, {concurrency} clients"),
             format!("{:.2}×", ratio / 100.0),
             "≥ 1.0×",
+        );
+        summary(
+            &format!("{what}'s floor (bare axum, same bytes) / nginx, {concurrency} clients"),
+            format!("{:.2}×", floor_ratio / 100.0),
+            "–",
         );
     }
 }
