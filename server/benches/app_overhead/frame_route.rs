@@ -339,24 +339,18 @@ async fn take_turns(
     compared: &Compared<'_>,
 ) {
     let (nginx, floor) = (compared.nginx, compared.floor);
-    // Warm both: connections, the prepared copy, nginx's file cache.
+    // Warm each: connections, the prepared copy, nginx's file cache.
     frames.round(wrk, 300, 4).await;
-    wrk.run(
-        &Run {
-            count: 300,
-            ..*nginx
-        },
-        4,
-    )
-    .await;
-    wrk.run(
-        &Run {
-            count: 300,
-            ..*floor
-        },
-        4,
-    )
-    .await;
+    for compared in [nginx, floor] {
+        wrk.run(
+            &Run {
+                count: 300,
+                ..*compared
+            },
+            4,
+        )
+        .await;
+    }
     println!("\n{what}");
     // During strad's turn, CPU per load: strad's, wrk's, PostgreSQL's (a frame load served
     // from memory asks it nothing), split into its connections' (strad reading it) and its

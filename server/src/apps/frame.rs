@@ -237,9 +237,9 @@ async fn serve(
     if let Some(prepared) = state.frames.get(person, slug, uri, &head.version) {
         return Ok(prepared.response(on_sandbox, headers));
     }
-    let pin = pins::get(pool, person, slug, uri)
+    let (pin, version) = pins::get(pool, person, slug, uri)
         .await?
-        .filter(|pin| pin.sha256 == claims.sha256)
+        .filter(|(pin, _)| pin.sha256 == claims.sha256)
         .ok_or_else(|| Stopped::page(StatusCode::CONFLICT, CHANGED))?;
     if !pin.is_intact() {
         tracing::error!(server.slug = %slug, app.uri = %uri, "a pinned app's bytes no longer match its digest");
@@ -271,11 +271,7 @@ async fn serve(
         state.frames.compress_later(&prepared);
     }
     // The version read with the bytes: a row changed since is prepared again next time.
-    if let Ok(Some(head)) = pins::head(pool, person, slug, uri).await
-        && head.sha256 == pin.sha256
-    {
-        state.frames.put(person, slug, uri, head.version, &prepared);
-    }
+    state.frames.put(person, slug, uri, version, &prepared);
     Ok(prepared.response(on_sandbox, headers))
 }
 
