@@ -163,7 +163,8 @@ async fn app_tool_calls_and_the_frame_route(pool: PgPool) {
     measure(300, 4, through.clone()).await;
     measure(300, 4, via_mcp.clone()).await;
     // For a profiler: `STRAD_BENCH_ONLY=app|mcp|refused|direct` runs only that path
-    // (`refused`: an app call refused by policy; `direct`: the upstream without strad), 15 000 calls, from 32 callers or with `:1` from one;
+    // (`refused`: an app call refused by policy; `direct`: the upstream without strad),
+    // 15 000 calls, from 32 callers or with `:1` from one;
     // `STRAD_BENCH_ONLY=frames` runs only the frame route beside nginx, and
     // `STRAD_BENCH_ONLY=calls` only the tool calls' table (direct, app route, `/mcp`).
     if let Ok(only) = std::env::var("STRAD_BENCH_ONLY") {
