@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 pub fn already_in_flight(id: RequestId) -> ServerJsonRpcMessage {
     ServerJsonRpcMessage::error(
         rmcp::ErrorData::invalid_request(
-            "a request with this id is already in flight in this session",
+            "a request with this id is already in flight under this Mcp-Session-Id",
             None,
         ),
         Some(id),
