@@ -150,6 +150,8 @@ pub struct Hub {
     stdio: Arc<StdioChildren>,
     /// Which of `stdio.seats` this hub uses.
     seat: usize,
+    /// The HTTP client of this hub and its siblings (`http::client`).
+    http: rmcp_reqwest::Client,
 }
 
 pub(super) fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {

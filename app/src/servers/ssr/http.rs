@@ -43,31 +43,29 @@ pub const IDLE_FOR: Duration = Duration::from_secs(4);
 /// Redirects followed for one request (same origin, method and body kept: 307 and 308).
 const MAX_REDIRECTS: usize = 10;
 
-/// A Streamable HTTP transport to `url`, with `bearer` as its Authorization when given.
+/// A Streamable HTTP transport to `url`, with `bearer` as its Authorization when given, on
+/// a client of its own (`client`): a caller beside strad, never strad's own connections.
 pub fn transport(url: &str, bearer: Option<&str>) -> StreamableHttpClientTransport<Pooled> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     if let Some(token) = bearer {
         config = config.auth_header(token);
     }
-    StreamableHttpClientTransport::with_client(Pooled::new(), config)
+    StreamableHttpClientTransport::with_client(Pooled::on(client()), config)
 }
 
-/// A transport to `url` that records its session's headers in `negotiated`, and its
-/// connection pool, for direct calls in the same session.
+/// A transport to `url` on `client` that records its session's headers in `negotiated`, for
+/// direct calls in the same session and over the same pool.
 pub fn recording(
     url: &str,
     negotiated: Negotiated,
-) -> (StreamableHttpClientTransport<Pooled>, reqwest::Client) {
+    client: &reqwest::Client,
+) -> StreamableHttpClientTransport<Pooled> {
     let pooled = Pooled {
         negotiated: Some(negotiated),
-        ..Pooled::new()
+        ..Pooled::on(client.clone())
     };
-    let client = pooled.client.clone();
     let config = StreamableHttpClientTransportConfig::with_uri(url);
-    (
-        StreamableHttpClientTransport::with_client(pooled, config),
-        client,
-    )
+    StreamableHttpClientTransport::with_client(pooled, config)
 }
 
 /// reqwest, keeping idle connections, its dropped event streams read to their end.
@@ -77,31 +75,30 @@ pub struct Pooled {
     negotiated: Option<Negotiated>,
 }
 
-/// The one client every connection shares. A client holds its TLS configuration (the
-/// parsed root certificates) and its connection pool, so one per connection made each
-/// registered server hold its own copy while idle. Connections stay per origin in the shared
-/// pool, and credentials go per request, so sharing it mixes nothing.
-static SHARED: std::sync::LazyLock<reqwest::Client> = std::sync::LazyLock::new(|| {
+/// A client for connections to servers: idle connections kept per origin for `IDLE_FOR`,
+/// same-origin redirects only. A client holds its TLS configuration (the parsed root
+/// certificates) and its connection pool, so a hub and all its siblings share one
+/// (`Hub::new`); credentials go per request, so sharing it mixes nothing.
+///
+/// A pooled connection is driven by the runtime that opened it, whoever uses it next, so a
+/// client is not shared beyond one strad: two in one process (the tests and benchmarks run
+/// several beside their own callers) would otherwise each do the other's network I/O, a
+/// wake of another runtime's thread on every request.
+pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(same_origin_only())
         .tcp_nodelay(true)
         .pool_idle_timeout(IDLE_FOR)
         .build()
         .expect("a reqwest client with rustls builds")
-});
-
-impl Pooled {
-    pub fn new() -> Self {
-        Self {
-            client: SHARED.clone(),
-            negotiated: None,
-        }
-    }
 }
 
-impl Default for Pooled {
-    fn default() -> Self {
-        Self::new()
+impl Pooled {
+    fn on(client: reqwest::Client) -> Self {
+        Self {
+            client,
+            negotiated: None,
+        }
     }
 }
 

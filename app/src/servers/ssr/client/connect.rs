@@ -13,12 +13,13 @@ use super::plain_failures::{ConnectFailure, describe};
 use super::progress_routing::Routed;
 use super::{Connection, Endpoint, McpError, ProgressRoutes};
 
-/// A connection's rmcp service, and for an HTTP server its direct calls. A stdio server
-/// starts with `stdio_env` and the little of strad's environment `child_environment` lets
-/// through.
+/// A connection's rmcp service, and for an HTTP server (over `http`) its direct calls. A
+/// stdio server starts with `stdio_env` and the little of strad's environment
+/// `child_environment` lets through.
 pub(super) async fn connect(
     handler: Handler,
     endpoint: &Endpoint,
+    http: &rmcp_reqwest::Client,
     stdio_env: &[(String, String)],
     routes: ProgressRoutes,
 ) -> Result<(RunningService<RoleClient, Handler>, Option<Direct>), McpError> {
@@ -26,12 +27,12 @@ pub(super) async fn connect(
     match endpoint {
         Endpoint::Http { url } => {
             let negotiated = Negotiated::default();
-            let (inner, client) = super::super::http::recording(url, negotiated.clone());
+            let inner = super::super::http::recording(url, negotiated.clone(), http);
             let service = handler
                 .serve(Routed { inner, routes })
                 .await
                 .map_err(|e| connect_error(&e))?;
-            Ok((service, Some(Direct::new(client, url, negotiated))))
+            Ok((service, Some(Direct::new(http.clone(), url, negotiated))))
         }
         Endpoint::Stdio { command } => {
             let (program, args) = command

@@ -25,6 +25,7 @@ impl Hub {
                 next: AtomicUsize::new(1),
             }),
             seat: 0,
+            http: super::super::http::client(),
         }
     }
 
@@ -40,6 +41,7 @@ impl Hub {
             own: Connections::default(),
             stdio: self.stdio.clone(),
             seat,
+            http: self.http.clone(),
         }
     }
 
@@ -133,6 +135,7 @@ impl Hub {
             .timed(connect(
                 handler,
                 endpoint,
+                &self.http,
                 self.settings.stdio_env.of(slug),
                 progress.clone(),
             ))
