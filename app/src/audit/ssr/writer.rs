@@ -14,7 +14,7 @@ use uuid::Uuid;
 pub use super::event::AuditEvent;
 
 /// Advisory-lock key that serializes audit writers ("stradaud" in ASCII), taken by
-/// `audit_append` (migration 0005).
+/// `audit_chain_head` (migration 0015).
 pub const AUDIT_LOCK: i64 = 0x7374_7261_6461_7564;
 pub const GENESIS: [u8; 32] = [0; 32];
 
@@ -78,8 +78,8 @@ pub async fn append(
     event: &AuditEvent,
     slug: Option<&str>,
 ) -> Result<i64, sqlx::Error> {
-    let conn: &mut PgConnection = tx;
-    append_on(conn, actor, event, slug).await
+    let connection: &mut PgConnection = tx;
+    append_one(connection, actor, event, slug, None).await
 }
 
 /// Appends one event on its own: one statement, its own transaction, one round trip.
@@ -89,8 +89,8 @@ pub async fn append_alone(
     event: &AuditEvent,
     slug: Option<&str>,
 ) -> Result<i64, sqlx::Error> {
-    let mut conn = pool.acquire().await?;
-    append_on(&mut conn, actor, event, slug).await
+    let mut connection = pool.acquire().await?;
+    append_one(&mut connection, actor, event, slug, None).await
 }
 
 /// One event for `Appender`.
@@ -107,7 +107,7 @@ struct Waiting {
 
 /// Events appended on their own, from many callers at once: a caller waits until its row is
 /// committed, as with `append_alone`, but rows that arrive while one batch is being written
-/// go together in the next (`audit_append_many`, migration 0007): one lock, one commit.
+/// go together in the next (`append_many`): one lock, one commit.
 /// Busy routes (tool calls) use it; the chain's lock made their commits queue one by one.
 /// A call marks itself `running` while it waits on its upstream, and the writer waits a
 /// while (`Linger`) for the rows of running calls (group commit). One writer task, on a
@@ -367,6 +367,16 @@ pub async fn append_many(
     events: &[&Event],
     flush: Flush,
 ) -> Result<Vec<i64>, sqlx::Error> {
+    if let [one] = events {
+        let id = append_one(
+            connection,
+            &one.actor,
+            &one.event,
+            one.slug.as_deref(),
+            Some(flush),
+        );
+        return Ok(vec![id.await?]);
+    }
     let ids: Vec<Option<Uuid>> = events.iter().map(|e| e.actor.id).collect();
     let emails: Vec<Option<&str>> = events.iter().map(|e| e.actor.email.as_deref()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.event.kind().as_str()).collect();
@@ -374,54 +384,53 @@ pub async fn append_many(
     let payloads: Vec<Value> = events.iter().map(|e| e.event.payload()).collect();
     // The arrays hold NULLs (no actor, no slug), which the macros' array types do not
     // spell: `as _` binds them as they are.
-    let ids = match flush {
-        Flush::BeforeAnswer => {
-            sqlx::query_scalar!(
-                r#"SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[]) AS "id!""#,
-                ids as _,
-                emails as _,
-                kinds as _,
-                slugs as _,
-                payloads as _,
-            )
-            .fetch_all(connection)
-            .await
-        }
-        Flush::Background => {
-            sqlx::query_scalar!(
-                r#"SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[]) AS "id!"
-                 FROM set_config('synchronous_commit', 'off', true) AS flushed_in_background"#,
-                ids as _,
-                emails as _,
-                kinds as _,
-                slugs as _,
-                payloads as _,
-            )
-            .fetch_all(connection)
-            .await
-        }
-    }?;
+    let ids = sqlx::query_scalar!(
+        r#"SELECT audit_append_many($1, $2, $3, $4, $5::jsonb[]) AS "id!"
+         FROM set_config('synchronous_commit',
+                         CASE WHEN $6 THEN 'off' ELSE current_setting('synchronous_commit') END,
+                         true) AS flushed"#,
+        ids as _,
+        emails as _,
+        kinds as _,
+        slugs as _,
+        payloads as _,
+        flush == Flush::Background,
+    )
+    .fetch_all(connection)
+    .await?;
     crate::metrics::audit_rows(ids.len());
     Ok(ids)
 }
 
-/// `audit_append` (migration 0005) locks the chain, reads the last hash, hashes the row
-/// exactly as `row_hash` does, and inserts it, in one statement.
-async fn append_on(
-    conn: &mut PgConnection,
+/// Appends one row in one statement, which is its own transaction unless `connection` is in
+/// one already: `audit_chain_head` (migration 0015) takes the chain's lock and reads the last
+/// hash, `audit_row_hash` hashes the row as `row_hash` does, and the INSERT is strad's own
+/// prepared statement, with no PL/pgSQL around it. With `flush`, sets how the transaction's
+/// commit is flushed, as `append_many` does; without, leaves the caller's setting.
+async fn append_one(
+    connection: &mut PgConnection,
     actor: &Actor,
     event: &AuditEvent,
     slug: Option<&str>,
+    flush: Option<Flush>,
 ) -> Result<i64, sqlx::Error> {
     let id = sqlx::query_scalar!(
-        r#"SELECT audit_append($1, $2, $3, $4, $5::jsonb) AS "id!""#,
+        r#"INSERT INTO audit_log (at, actor_id, actor_email, kind, slug, payload, prev_hash, hash)
+         SELECT head.at, $1, $2, $3, $4, $5, head.prev,
+                audit_row_hash(head.prev, head.at, $1, $2, $3, $4, $5)
+         FROM audit_chain_head() AS head,
+              set_config('synchronous_commit',
+                         CASE WHEN $6 THEN 'off' ELSE current_setting('synchronous_commit') END,
+                         true) AS flushed
+         RETURNING id"#,
         actor.id,
-        actor.email,
+        actor.email.as_deref(),
         event.kind().as_str(),
         slug,
         event.payload(),
+        flush == Some(Flush::Background),
     )
-    .fetch_one(conn)
+    .fetch_one(connection)
     .await?;
     crate::metrics::audit_rows(1);
     Ok(id)

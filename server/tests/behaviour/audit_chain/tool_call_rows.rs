@@ -191,7 +191,7 @@ async fn the_writer_takes_a_new_connection_when_its_own_is_lost(pool: PgPool) {
     let ended: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity
          WHERE datname = current_database() AND pid <> pg_backend_pid()
-           AND query LIKE '%audit_append_many%'",
+           AND query LIKE '%audit_chain_head%'",
     )
     .fetch_all(&pool)
     .await
