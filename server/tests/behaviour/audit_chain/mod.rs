@@ -38,9 +38,10 @@ async fn append(
     id
 }
 
-/// Appends one row as stored, whatever its kind and payload, through `audit_append` (what
-/// `writer` calls): the chain and the exports must hold for any row, a kind this build
-/// does not write or a hostile one included.
+/// Appends one row as stored, whatever its kind and payload, through `audit_append`, which
+/// takes the chain head and hashes the row as the writer's own INSERT does (migration 0015):
+/// the chain and the exports must hold for any row, a kind this build does not write or a
+/// hostile one included.
 async fn append_row(
     connection: &mut sqlx::PgConnection,
     actor: &Actor,
