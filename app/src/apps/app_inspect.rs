@@ -1,5 +1,5 @@
 //! Inspect, under a running app: the server's actions the host did not draw, with why, and
-//! what the page logged (`notifications/message`).
+//! what the page logged (`notifications/message`), drawn while Inspect is open.
 
 use leptos::prelude::*;
 
@@ -11,8 +11,14 @@ pub fn AppInspect(view: HostView) -> impl IntoView {
         view.actions
             .with(|a| a.iter().filter(|a| !a.drawn).cloned().collect::<Vec<_>>())
     };
+    // Rows are drawn only while Inspect is open: a page logging as fast as its rate allows
+    // costs the console nothing while no one is looking.
+    let open = RwSignal::new(false);
+    let toggled = move |ev: leptos::ev::Event| {
+        open.set(event_target::<web_sys::Element>(&ev).has_attribute("open"));
+    };
     view! {
-        <details class="app-inspect">
+        <details class="app-inspect" on:toggle=toggled>
             <summary>"Inspect"</summary>
             <h3>"Actions not drawn"</h3>
             {move || {
@@ -31,21 +37,24 @@ pub fn AppInspect(view: HostView) -> impl IntoView {
                 }
             }}
             <h3>"Messages from the app"</h3>
-            {move || view.log.with(|log| if log.is_empty() {
-                view! { <p class="muted">"None yet."</p> }.into_any()
-            } else {
-                view! {
-                    <ol class="app-log">
-                        {log.iter().cloned().map(|line| view! {
-                            <li data-level=line.level.clone()>
-                                <time>{line.at}</time> " " <strong>{line.level.clone()}</strong>
-                                {line.logger.map(|l| view! { " " <code>{l}</code> })}
-                                " " <span class="log-data">{line.data}</span>
-                            </li>
-                        }).collect_view()}
-                    </ol>
-                }.into_any()
-            })}
+            <Show
+                when=move || view.log.with(|log| !log.is_empty())
+                fallback=|| view! { <p class="muted">"None yet."</p> }
+            >
+                <ol class="app-log">
+                    <For
+                        each=move || if open.get() { view.log.get() } else { Vec::new() }
+                        key=|line| line.seq
+                        let(line)
+                    >
+                        <li data-level=line.level.clone()>
+                            <time>{line.at.clone()}</time> " " <strong>{line.level.clone()}</strong>
+                            {line.logger.clone().map(|l| view! { " " <code>{l}</code> })}
+                            " " <span class="log-data">{line.data.clone()}</span>
+                        </li>
+                    </For>
+                </ol>
+            </Show>
         </details>
     }
 }
