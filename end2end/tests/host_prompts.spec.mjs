@@ -296,18 +296,11 @@ test('a flood of thousands of requests is answered in full and promptly, and a r
   // The app keeps working: a real call round-trips, and the log under Inspect stays bounded.
   const { state } = await settled(await run(page, slug, 'call-tool', { name: 'lookup', arguments: { word: 'after' } }));
   expect(state).toBe('result');
+  // While Inspect is closed no row is drawn (drawing them for every line is what let a
+  // burst delay a request behind it); opened, it shows the last 100 lines.
   const inspect = page.locator('details.app-inspect');
-  await inspect.locator('summary', { hasText: 'Inspect' }).click();
   const rows = inspect.locator('ol.app-log > li');
+  expect(await rows.count()).toBe(0);
+  await inspect.locator('summary', { hasText: 'Inspect' }).click();
   await expect(rows).toHaveCount(100);
-
-  // A new line adds one row and drops the oldest; the rows already shown keep their lines
-  // (redrawing all of them for every line is what let a burst delay a request behind it).
-  const kept = await rows.last().evaluate((li) => { li.keptRow = true; return li.textContent; });
-  await expect.poll(async () => {
-    await frame.evaluate(() => parent.postMessage({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'one more line' } }, '*'));
-    return rows.last().textContent();
-  }).toContain('one more line');
-  await expect(rows).toHaveCount(100);
-  expect(await rows.evaluateAll((lis) => lis.filter((li) => li.keptRow).map((li) => li.textContent))).toEqual([kept]);
 });

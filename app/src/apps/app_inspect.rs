@@ -11,8 +11,9 @@ pub fn AppInspect(view: HostView) -> impl IntoView {
         view.actions
             .with(|a| a.iter().filter(|a| !a.drawn).cloned().collect::<Vec<_>>())
     };
-    // Rows are drawn only while Inspect is open: a page logging as fast as its rate allows
-    // costs the console nothing while no one is looking.
+    // The page's log is drawn only while Inspect is open: a page may log 200 lines a second,
+    // and each line redraws the list, which held the bridge long enough to delay a request
+    // behind a burst by seconds.
     let open = RwSignal::new(false);
     let toggled = move |ev: leptos::ev::Event| {
         open.set(event_target::<web_sys::Element>(&ev).has_attribute("open"));
@@ -37,24 +38,21 @@ pub fn AppInspect(view: HostView) -> impl IntoView {
                 }
             }}
             <h3>"Messages from the app"</h3>
-            <Show
-                when=move || view.log.with(|log| !log.is_empty())
-                fallback=|| view! { <p class="muted">"None yet."</p> }
-            >
-                <ol class="app-log">
-                    <For
-                        each=move || if open.get() { view.log.get() } else { Vec::new() }
-                        key=|line| line.seq
-                        let(line)
-                    >
-                        <li data-level=line.level.clone()>
-                            <time>{line.at.clone()}</time> " " <strong>{line.level.clone()}</strong>
-                            {line.logger.clone().map(|l| view! { " " <code>{l}</code> })}
-                            " " <span class="log-data">{line.data.clone()}</span>
-                        </li>
-                    </For>
-                </ol>
-            </Show>
+            {move || open.get().then(|| view.log.with(|log| if log.is_empty() {
+                view! { <p class="muted">"None yet."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="app-log">
+                        {log.iter().cloned().map(|line| view! {
+                            <li data-level=line.level.clone()>
+                                <time>{line.at}</time> " " <strong>{line.level.clone()}</strong>
+                                {line.logger.map(|l| view! { " " <code>{l}</code> })}
+                                " " <span class="log-data">{line.data}</span>
+                            </li>
+                        }).collect_view()}
+                    </ol>
+                }.into_any()
+            }))}
         </details>
     }
 }

@@ -4,8 +4,6 @@
 //! `island_actions`, `app_inspect`) draw them. Nothing here is written by the frame: every
 //! value comes from the bridge's own reading of a message or of a console route's answer.
 
-use std::sync::Arc;
-
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -96,9 +94,6 @@ pub struct ActionView {
 /// One `notifications/message` from the page.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogLine {
-    /// Its place among the lines this page logged, from 1: what Inspect keys its rows by, so
-    /// a new line adds one row and drops one, rather than redrawing every row.
-    pub seq: u64,
     pub at: String,
     pub level: String,
     pub logger: Option<String>,
@@ -131,7 +126,7 @@ impl DisplayMode {
 pub struct HostView {
     pub prompts: RwSignal<Vec<Prompt>>,
     pub actions: RwSignal<Vec<ActionView>>,
-    pub log: RwSignal<Vec<Arc<LogLine>>>,
+    pub log: RwSignal<Vec<LogLine>>,
     pub display_mode: RwSignal<DisplayMode>,
     /// What the last decision did, said once.
     pub outcome: RwSignal<Option<String>>,

@@ -1,7 +1,5 @@
 //! Reads each message the frame posts and answers it (SPEC §6 "Bridge").
 
-use std::sync::Arc;
-
 use leptos::prelude::*;
 use serde_json::json;
 use web_sys::MessageEvent;
@@ -252,18 +250,17 @@ fn log(session: &Shared, level: String, logger: Option<String>, data: String) {
         .to_iso_string()
         .as_string()
         .unwrap_or_default();
+    let line = LogLine {
+        at,
+        level: level.clone(),
+        logger: logger.clone(),
+        data: data.clone(),
+    };
     view(session).log.update(|log| {
-        let seq = log.last().map_or(1, |last| last.seq + 1);
         if log.len() >= LOG_LINES_MAX {
             log.remove(0);
         }
-        log.push(Arc::new(LogLine {
-            seq,
-            at,
-            level: level.clone(),
-            logger: logger.clone(),
-            data: data.clone(),
-        }));
+        log.push(line);
     });
     let (forward, slug) = {
         let mut s = session.borrow_mut();
