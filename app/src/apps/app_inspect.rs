@@ -38,7 +38,10 @@ pub fn AppInspect(view: HostView) -> impl IntoView {
                 }
             }}
             <h3>"Messages from the app"</h3>
-            {move || open.get().then(|| view.log.with(|log| if log.is_empty() {
+            {move || if !open.get() {
+                // Closed, the closure reads nothing else: a logged line costs nothing.
+                view! { <p class="muted">"None yet."</p> }.into_any()
+            } else { view.log.with(|log| if log.is_empty() {
                 view! { <p class="muted">"None yet."</p> }.into_any()
             } else {
                 view! {
@@ -52,7 +55,7 @@ pub fn AppInspect(view: HostView) -> impl IntoView {
                         }).collect_view()}
                     </ol>
                 }.into_any()
-            }))}
+            })}}
         </details>
     }
 }
