@@ -140,7 +140,10 @@ pub async fn my_pins() -> Result<Vec<PinSummary>, AppError> {
     use crate::auth::ssr::context::RequestContext;
     let state = crate::state::AppState::from_context()?;
     let ctx = RequestContext::require().await?;
-    Ok(crate::apps::ssr::pins::summaries(&state.pool, ctx.user.id, None).await?)
+    Ok(
+        crate::apps::ssr::pins::summaries(&state.pool, &state.checked_pins, ctx.user.id, None)
+            .await?,
+    )
 }
 
 /// The signed-in person's pin of `uri` on `slug`, if any (an app card asks before loading).
@@ -155,8 +158,13 @@ pub async fn pin_of(slug: String, uri: String) -> Result<Option<PinSummary>, App
     authorize::entitled_server(&state.pool, &ctx, &slug)
         .await
         .map_err(|e| responder.fail(e))?;
-    let pins =
-        crate::apps::ssr::pins::summaries(&state.pool, ctx.user.id, Some((&slug, &uri))).await?;
+    let pins = crate::apps::ssr::pins::summaries(
+        &state.pool,
+        &state.checked_pins,
+        ctx.user.id,
+        Some((&slug, &uri)),
+    )
+    .await?;
     Ok(pins.into_iter().next())
 }
 

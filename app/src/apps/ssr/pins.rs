@@ -275,17 +275,18 @@ pub async fn declaring_tool(
 }
 
 /// A person's pins (or the one of `only`), newest first, with whether each is intact and
-/// whether the server's copy now differs; the bytes stay in the database.
+/// whether the server's copy now differs. Intact is decided as an open decides it
+/// (`get_checked`): a row version already found intact is not read again.
 pub async fn summaries(
     pool: &PgPool,
+    checked: &Checked,
     user: Uuid,
     only: Option<(&str, &str)>,
 ) -> Result<Vec<crate::playground::PinSummary>, sqlx::Error> {
     let rows = sqlx::query!(
         r#"SELECT p.slug, s.display_name, p.uri, p.sha256 AS digest, p.size, p.pinned_at,
                 COALESCE(i.digest <> p.server_fingerprint, false) AS "differs!",
-                encode(sha256(p.bytes), 'hex') = p.sha256 AND octet_length(p.bytes) = p.size AS "intact!",
-                p.meta_ui
+                p.xmin::text AS "version!", p.meta_ui
          FROM pins p
          JOIN servers s ON s.slug = p.slug
          LEFT JOIN server_items i ON i.slug = p.slug AND i.kind = 'app_resource' AND i.key = p.uri
@@ -297,35 +298,34 @@ pub async fn summaries(
     )
     .fetch_all(pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            let declared = discovery::string_list(
-                row.meta_ui
-                    .get("csp")
-                    .and_then(|c| c.get("resourceDomains")),
-            );
-            crate::playground::PinSummary {
-                granted_domains: super::csp::resource_origins(&declared),
-                declared_domains: declared,
-                permissions: row
-                    .meta_ui
-                    .get("permissions")
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().cloned().collect())
-                    .unwrap_or_default(),
-                slug: row.slug,
-                display_name: row.display_name,
-                uri: row.uri,
-                digest: row.digest,
-                size: row.size,
-                pinned_at: row
-                    .pinned_at
-                    .format(&time::format_description::well_known::Rfc3339)
-                    .unwrap_or_default(),
-                differs: row.differs,
-                intact: row.intact,
-            }
-        })
-        .collect())
+    let mut summaries = Vec::with_capacity(rows.len());
+    for row in rows {
+        let intact = checked.holds(user, &row.slug, &row.uri, &row.version)
+            || get_checked(pool, checked, user, &row.slug, &row.uri)
+                .await?
+                .is_some_and(|facts| facts.intact);
+        let declared = resource_domains(&row.meta_ui);
+        summaries.push(crate::playground::PinSummary {
+            granted_domains: super::csp::resource_origins(&declared),
+            declared_domains: declared,
+            permissions: row
+                .meta_ui
+                .get("permissions")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default(),
+            slug: row.slug,
+            display_name: row.display_name,
+            uri: row.uri,
+            digest: row.digest,
+            size: row.size,
+            pinned_at: row
+                .pinned_at
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+            differs: row.differs,
+            intact,
+        });
+    }
+    Ok(summaries)
 }
