@@ -210,3 +210,48 @@ async fn five_hundred_concurrent_audited_changes_make_one_unbroken_chain(pool: P
     assert_eq!(distinct, 500, "every change has its own row");
     assert_eq!(first_broken_row(&pool).await, None);
 }
+
+/// Every writer takes the chain's lock, `writer::AUDIT_LOCK`: while another transaction holds
+/// it (strad on another instance, or a tool appending through `audit_append`), an append
+/// waits on exactly that lock, and goes on, chained, once it is released.
+#[sqlx::test(migrations = false)]
+async fn an_append_waits_while_another_transaction_holds_the_chains_lock(pool: PgPool) {
+    migrated(&pool).await;
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(writer::AUDIT_LOCK)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let appending = tokio::spawn({
+        let pool = pool.clone();
+        async move {
+            let event = AuditEvent::HostAction {
+                action: "download",
+                decision: "approved",
+                detail: json!({}),
+            };
+            writer::append_alone(&pool, &Actor::system(), &event, None).await
+        }
+    });
+    // PostgreSQL lists the append's request for the lock, not granted: it waits on that key.
+    eventually(10, "the append to wait for the chain's lock", || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+             AND classid = ($1 >> 32)::oid AND objid = ($1 & 4294967295)::oid AND objsubid = 1",
+        )
+        .bind(writer::AUDIT_LOCK)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        (waiting == 1).then_some(())
+    })
+    .await;
+    assert!(!appending.is_finished(), "no row while the lock is held");
+    holder.commit().await.unwrap();
+    appending
+        .await
+        .unwrap()
+        .expect("appended once the lock is free");
+    assert_eq!(first_broken_row(&pool).await, None);
+}
