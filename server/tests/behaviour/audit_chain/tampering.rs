@@ -235,9 +235,11 @@ async fn an_append_waits_while_another_transaction_holds_the_chains_lock(pool: P
         }
     });
     // PostgreSQL lists the append's request for the lock, not granted: it waits on that key.
+    // Advisory locks are per database; other tests' databases take the same key.
     eventually(10, "the append to wait for the chain's lock", || async {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
              AND classid = ($1 >> 32)::oid AND objid = ($1 & 4294967295)::oid AND objsubid = 1",
         )
         .bind(writer::AUDIT_LOCK)
