@@ -149,12 +149,7 @@ pub async fn open_app(
     view.size = Some(pin.size);
     view.declared_domains = pin.resource_domains();
     view.granted_domains = crate::apps::ssr::csp::resource_origins(&view.declared_domains);
-    view.permissions = pin
-        .meta_ui
-        .get("permissions")
-        .and_then(|p| p.as_object())
-        .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default();
+    view.permissions = pin.permissions();
     if !pin.intact {
         view.status = AppStatus::Corrupt;
         return Ok(view);

@@ -50,6 +50,15 @@ impl PinRow {
     }
 }
 
+/// The permissions a pin's `_meta.ui` asks for (`camera`, `clipboardWrite`, …), by name.
+fn permissions(meta_ui: &Value) -> Vec<String> {
+    meta_ui
+        .get("permissions")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
 /// `_meta.ui.csp.resourceDomains` of a pin's `_meta.ui`, as declared.
 fn resource_domains(meta_ui: &Value) -> Vec<String> {
     discovery::string_list(meta_ui.get("csp").and_then(|c| c.get("resourceDomains")))
@@ -69,6 +78,10 @@ pub struct PinFacts {
 impl PinFacts {
     pub fn resource_domains(&self) -> Vec<String> {
         resource_domains(&self.meta_ui)
+    }
+
+    pub fn permissions(&self) -> Vec<String> {
+        permissions(&self.meta_ui)
     }
 }
 
@@ -308,12 +321,7 @@ pub async fn summaries(
         summaries.push(crate::playground::PinSummary {
             granted_domains: super::csp::resource_origins(&declared),
             declared_domains: declared,
-            permissions: row
-                .meta_ui
-                .get("permissions")
-                .and_then(Value::as_object)
-                .map(|p| p.keys().cloned().collect())
-                .unwrap_or_default(),
+            permissions: permissions(&row.meta_ui),
             slug: row.slug,
             display_name: row.display_name,
             uri: row.uri,
