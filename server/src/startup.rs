@@ -186,7 +186,10 @@ impl Application {
             frames: Arc::default(),
             hints: Arc::default(),
             memos: memos.clone(),
-            audit: app::audit::ssr::writer::Appender::spawn(pool.clone(), config.audit_calls_flush),
+            audit: app::audit::ssr::appender::Appender::spawn(
+                pool.clone(),
+                config.audit_calls_flush,
+            ),
             approval_secret: Arc::new(approval_secret),
             call_rates: Arc::new(
                 crate::relay::RateLimits::new(config.calls_per_second).shared(&instances),
@@ -227,7 +230,7 @@ impl Application {
     }
 
     /// The audit writer busy routes append through (the benchmark reads its batch sizes).
-    pub fn audit(&self) -> app::audit::ssr::writer::Appender {
+    pub fn audit(&self) -> app::audit::ssr::appender::Appender {
         self.state.audit.clone()
     }
 

@@ -58,7 +58,7 @@ pub struct Shared {
     /// What authority is read from, remembered while every change to it is heard.
     pub memos: Arc<crate::authority_cache::Memos>,
     /// Audit rows of tool calls, written together when they arrive together.
-    pub audit: app::audit::ssr::writer::Appender,
+    pub audit: app::audit::ssr::appender::Appender,
     /// The key approvals of writing tools are signed with (SPEC §8). Never sent to a page.
     pub approval_secret: Arc<app::apps::ssr::approvals::ApprovalSecret>,
 }

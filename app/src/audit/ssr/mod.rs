@@ -1,3 +1,4 @@
+pub mod appender;
 pub mod chain;
 pub mod event;
 pub mod writer;

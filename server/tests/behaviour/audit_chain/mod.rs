@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use crate::support::*;
+use app::audit::ssr::appender;
 use app::audit::ssr::event::ToolCallRow;
 use app::audit::ssr::writer::{self, Actor, AuditEvent, GENESIS};
 use app::entitlements::policy::Surface;

@@ -3,13 +3,13 @@
 
 use super::*;
 
-/// Tool calls' rows arrive together and are written together (`writer::Appender`): each
+/// Tool calls' rows arrive together and are written together (`appender::Appender`): each
 /// caller gets its own row's id once committed, and the chain holds as if each had been
 /// appended alone, interleaved with rows appended alone.
 #[sqlx::test(migrations = false)]
 async fn rows_appended_together_chain_like_rows_appended_alone(pool: PgPool) {
     migrated(&pool).await;
-    let appender = writer::Appender::spawn(pool.clone(), writer::Flush::default());
+    let appender = appender::Appender::spawn(pool.clone(), writer::Flush::default());
     let calls = (0..64).map(|n| {
         let appender = appender.clone();
         let pool = pool.clone();
@@ -78,7 +78,7 @@ fn together(n: u32) -> writer::Event {
 #[sqlx::test(migrations = false)]
 async fn a_row_waits_for_the_rows_of_calls_still_running(pool: PgPool) {
     migrated(&pool).await;
-    let appender = writer::Appender::spawn_lingering(pool.clone(), Duration::from_secs(60));
+    let appender = appender::Appender::spawn_lingering(pool.clone(), Duration::from_secs(60));
     let (first, second) = (appender.running(), appender.running());
     let mut early = tokio::spawn(first.append(together(1)));
     assert!(
@@ -103,7 +103,7 @@ async fn a_row_waits_for_the_rows_of_calls_still_running(pool: PgPool) {
 #[sqlx::test(migrations = false)]
 async fn a_row_waits_for_nobody_when_no_call_runs(pool: PgPool) {
     migrated(&pool).await;
-    let appender = writer::Appender::spawn_lingering(pool.clone(), Duration::from_secs(60));
+    let appender = appender::Appender::spawn_lingering(pool.clone(), Duration::from_secs(60));
     let soon = Duration::from_secs(20);
     tokio::time::timeout(soon, appender.append(together(1)))
         .await
@@ -124,7 +124,7 @@ async fn a_row_waits_for_nobody_when_no_call_runs(pool: PgPool) {
         .unwrap();
     assert_eq!(appender.written_so_far(), (3, 3));
 
-    let short = writer::Appender::spawn_lingering(pool.clone(), Duration::from_millis(200));
+    let short = appender::Appender::spawn_lingering(pool.clone(), Duration::from_millis(200));
     let _runs_on = short.running();
     tokio::time::timeout(soon, short.append(together(4)))
         .await
@@ -169,7 +169,7 @@ async fn rows_written_together_are_flushed_as_told_in_their_own_transaction(pool
         setting(writer::Flush::BeforeAnswer).await,
         (on(), on(), on())
     );
-    let appender = writer::Appender::spawn(pool.clone(), writer::Flush::Background);
+    let appender = appender::Appender::spawn(pool.clone(), writer::Flush::Background);
     let id = appender.append(together(2)).await.unwrap();
     let committed: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE id = $1")
         .bind(id)
@@ -186,7 +186,7 @@ async fn rows_written_together_are_flushed_as_told_in_their_own_transaction(pool
 #[sqlx::test(migrations = false)]
 async fn the_writer_takes_a_new_connection_when_its_own_is_lost(pool: PgPool) {
     migrated(&pool).await;
-    let appender = writer::Appender::spawn(pool.clone(), writer::Flush::default());
+    let appender = appender::Appender::spawn(pool.clone(), writer::Flush::default());
     appender.append(together(1)).await.unwrap();
     let ended: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity

@@ -39,7 +39,7 @@ pub struct TestApp {
     pub memos: Arc<strad_server::authority_cache::Memos>,
     /// The audit writer of tool calls.
     #[allow(dead_code, reason = "the benchmarks read it; they share this harness")]
-    pub audit: app::audit::ssr::writer::Appender,
+    pub audit: app::audit::ssr::appender::Appender,
     stop: Option<oneshot::Sender<()>>,
     server: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
@@ -180,7 +180,7 @@ pub async fn spawn_app_with(
     type Ready = (
         Option<Arc<LocalLinks>>,
         Arc<strad_server::authority_cache::Memos>,
-        app::audit::ssr::writer::Appender,
+        app::audit::ssr::appender::Appender,
     );
     let (ready, is_ready) = oneshot::channel::<Ready>();
     let (stop, stopped) = oneshot::channel::<()>();
