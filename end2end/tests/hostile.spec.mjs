@@ -200,8 +200,8 @@ test('a flood of requests is answered at once, past the rate with an error, and 
   expect(Number(match[1])).toBeLessThanOrEqual(1000);
   expect(Number(match[1]) + Number(match[2])).toBe(5000);
   expect(match[3]).toBe('ANSWERED: {}');
-  const dropped = Number(await page.locator('iframe.app-frame').getAttribute('data-dropped-messages'));
-  expect(dropped).toBe(Number(match[2]));
+  // The count is shown once a frame: it settles at every refusal.
+  await expect(page.locator('iframe.app-frame')).toHaveAttribute('data-dropped-messages', match[2]);
 });
 
 test('a request right after a burst of thousands of notifications is answered with its result', async ({ page, strad, mcp }) => {

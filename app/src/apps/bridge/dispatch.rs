@@ -121,11 +121,22 @@ fn admit_request(session: &Shared, parsed: &Result<Incoming, bridge_message::Rej
     false
 }
 
+/// Counts a dropped message. The frame shows the count (`data-dropped-messages`), written
+/// once a frame rather than once a message: in a flood, a write to the document for every
+/// message it drops would be the host's dearest work.
 fn count_dropped(session: &Shared) {
     let mut s = session.borrow_mut();
     s.dropped = s.dropped.saturating_add(1);
-    let dropped = s.dropped.to_string();
-    let _ = s.frame.set_attribute("data-dropped-messages", &dropped);
+    if std::mem::replace(&mut s.dropped_due, true) {
+        return;
+    }
+    let session = session.clone();
+    request_animation_frame(move || {
+        let mut s = session.borrow_mut();
+        s.dropped_due = false;
+        let dropped = s.dropped.to_string();
+        let _ = s.frame.set_attribute("data-dropped-messages", &dropped);
+    });
 }
 
 /// The answer to the host's `ui/resource-teardown` (an error answer counts: the page heard).

@@ -127,7 +127,10 @@ struct Session {
     notifications: Window,
     /// Log lines forwarded to the console this second.
     logs_forwarded: Window,
+    /// Messages dropped for the rate, shown on the frame as `data-dropped-messages`.
     dropped: u32,
+    /// Whether the shown count is already due to be written at the next frame.
+    dropped_due: bool,
     prompts: prompts::Pending,
     theme_observer: Option<web_sys::MutationObserver>,
     /// The host page's listeners, removed when the session ends.
@@ -311,6 +314,7 @@ pub fn start(
         notifications: Window::default(),
         logs_forwarded: Window::default(),
         dropped: 0,
+        dropped_due: false,
         prompts: prompts::Pending::default(),
         theme_observer: None,
         listeners: Vec::new(),
