@@ -122,8 +122,8 @@ fn admit_request(session: &Shared, parsed: &Result<Incoming, bridge_message::Rej
 }
 
 /// Counts a dropped message. The frame shows the count (`data-dropped-messages`), written
-/// once a frame rather than once a message: in a flood, a write to the document for every
-/// message it drops would be the host's dearest work.
+/// once a frame rather than once a message, so that a flood does not make the host write
+/// to its document for every message it drops.
 fn count_dropped(session: &Shared) {
     let mut s = session.borrow_mut();
     s.dropped = s.dropped.saturating_add(1);
