@@ -1,5 +1,6 @@
 // Real MCP Apps built on the official SDK, served by the npm example servers, rendered in
 // strad's sandboxed frame: the compatibility proof.
+import { writeFileSync } from 'node:fs';
 import { test, expect, startExample, holdWasm } from './fixtures.mjs';
 
 async function setUp(page, strad, slug, url, markTools) {
@@ -25,6 +26,12 @@ const EXAMPLES = [
   ['mcp-cohort-heatmap-server', 'get-cohort-data', []],
   ['mcp-customer-segmentation-server', 'get-customer-data', []],
   ['mcp-system-monitor-server', 'get-system-info', ['poll-system-stats']],
+  ['mcp-shadertoy-server', 'render-shadertoy', []],
+  ['mcp-sheet-music-server', 'play-sheet-music', []],
+  ['mcp-threejs-server', 'show_threejs_scene', []],
+  ['mcp-transcript-server', 'transcribe', []],
+  ['mcp-video-resource-server', 'play_video', []],
+  ['mcp-wiki-explorer-server', 'get-first-degree-links', []],
 ];
 
 for (const [name, declaring, appOnly] of EXAMPLES) {
@@ -65,6 +72,83 @@ test('basic-vanillajs: the opening result reaches the page and an app-initiated 
     expect(await frame.evaluate(() => self.origin)).toBe('null');
     const fetched = await frame.evaluate(() => fetch('/healthz').then(() => 'fetched', () => 'blocked'));
     expect(fetched).toBe('blocked');
+  } finally {
+    server.stop();
+  }
+});
+
+// Real apps that reach past what a frame here may do: the guard holds and the console says
+// what happened. The map waits for a script from a CDN before its handshake; `script-src`
+// names only the pinned inline scripts, so it never starts.
+test('map: an app waiting for a CDN script is refused it and shown as never started', async ({ page, strad }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const server = await startExample('mcp-map-server');
+  try {
+    await setUp(page, strad, 'map', server.url, ['show-map']);
+    const refused = page.waitForEvent('console', (m) =>
+      /Content Security Policy/.test(m.text()) && m.text().includes('https://cesium.com/'));
+    await page.clock.install();
+    await page.goto('/apps/map');
+    await refused;
+    await expect(page.getByRole('status').filter({ hasText: 'Starting the app' })).toBeVisible();
+    await page.clock.fastForward(11_000);
+    await expect(page.getByRole('alert')).toContainText('never completed its handshake');
+  } finally {
+    server.stop();
+  }
+});
+
+/** A one-page PDF holding `text`. */
+function onePagePdf(text) {
+  const stream = `BT /F1 18 Tf 40 100 Td (${text}) Tj ET`;
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  let pdf = '%PDF-1.4\n';
+  const offsets = objects.map((object, i) => {
+    const at = pdf.length;
+    pdf += `${i + 1} 0 obj\n${object}\nendobj\n`;
+    return at;
+  });
+  const xref = pdf.length;
+  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
+  pdf += offsets.map((at) => `${String(at).padStart(10, '0')} 00000 n \n`).join('');
+  return `${pdf}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+}
+
+// The PDF viewer: a 4 MB page opened from its card in the playground, which reads its file
+// through an app-only tool, then starts PDF.js's worker from a `blob:` address and, failing
+// that, imports it from a `data:` one. Both are code made at run time, not pinned: refused.
+test('pdf: the viewer opens from its card and reads its file, but its generated worker is refused', async ({ page, strad }) => {
+  test.skip(!test.info().project.use.javaScriptEnabled, 'apps need the hydrated console');
+  const file = test.info().outputPath('report.pdf');
+  writeFileSync(file, onePagePdf('Quarterly report'));
+  const server = await startExample('mcp-pdf-server', [file]);
+  try {
+    await setUp(page, strad, 'pdf', server.url, ['read_pdf_bytes']);
+    const refused = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/.test(m.text())) refused.push(m.text());
+    });
+    await page.goto('/servers/pdf');
+    const tool = page.locator('section.tool[data-tool="display_pdf"]');
+    await tool.getByLabel('url').fill(file);
+    await tool.getByRole('button', { name: 'Call' }).click();
+    const card = tool.getByTestId('app-card');
+    const read = page.waitForResponse((r) => r.url().endsWith('/apps/pdf/tools/call'));
+    await card.getByRole('button', { name: 'Load app' }).click();
+    const frame = card.locator('iframe.app-frame');
+    await expect(frame).toHaveAttribute('data-app-session', 'initialized');
+    await expect(frame).toHaveAttribute('data-opening-call', 'result');
+    const answer = await read;
+    expect(answer.status()).toBe(200);
+    expect(JSON.stringify((await answer.json()).result)).toContain('bytes');
+    await expect.poll(() => refused.some((t) => t.includes("Creating a worker from 'blob:"))).toBe(true);
+    await expect.poll(() => refused.some((t) => t.includes("Loading the script 'data:"))).toBe(true);
   } finally {
     server.stop();
   }

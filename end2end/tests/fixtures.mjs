@@ -91,10 +91,10 @@ export async function startStrad(env = {}, { port, database, publicURL } = {}) {
 /** Path of an npm bin in end2end/node_modules. */
 export const bin = (name) => path.join(root, 'end2end', 'node_modules', '.bin', name);
 
-/** An npm example server serving Streamable HTTP on a free loopback port. */
-export async function startExample(name) {
+/** An npm example server serving Streamable HTTP on a free loopback port; `args` follow its own. */
+export async function startExample(name, args = []) {
   const port = await freePort();
-  const child = spawn(bin(name), [`--log-file=/tmp/strad-e2e-${port}.log`], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
+  const child = spawn(bin(name), [`--log-file=/tmp/strad-e2e-${port}.log`, ...args], { env: { ...process.env, PORT: String(port) }, stdio: 'ignore' });
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (await listening(port)) break;
