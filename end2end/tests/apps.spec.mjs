@@ -86,7 +86,7 @@ test('map: an app waiting for a CDN script is refused it and shown as never star
   try {
     await setUp(page, strad, 'map', server.url, ['show-map']);
     const refused = page.waitForEvent('console', (m) =>
-      /Content Security Policy/.test(m.text()) && m.text().includes('https://cesium.com/'));
+      /Content Security Policy/.test(m.text()) && m.text().includes("Loading the script 'https://cesium.com/"));
     await page.clock.install();
     await page.goto('/apps/map');
     await refused;
