@@ -117,5 +117,12 @@ pub(super) async fn authenticate(
         Err(request) => request,
     };
     request.extensions_mut().insert(caller);
-    next.run(request).await
+    let ends_session = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    // rmcp answers a session's end with 202. The SDKs' own servers answer 200, and the
+    // Python SDK's client reports any status but 200 or 204 as a failed end.
+    if ends_session && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }

@@ -227,6 +227,29 @@ async fn a_session_answers_only_the_token_that_opened_it(pool: PgPool) {
     );
 }
 
+/// A client ending its session (DELETE) hears 200, as the SDKs' own servers answer it, and
+/// the session is gone: naming it again is a 404.
+#[sqlx::test(migrations = false)]
+async fn a_client_ending_its_session_hears_200_and_the_session_is_gone(pool: PgPool) {
+    let app = spawn_app(pool).await;
+    let admin = signed_in_admin(&app).await;
+    let (_server, token) = widgets_and_token(&app, &admin).await;
+    let session = session_by_hand(&app, &token, true).await;
+    let ended = reqwest::Client::new()
+        .delete(app.url("/mcp"))
+        .bearer_auth(&token)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 200);
+    let after = post_mcp(&app, &token, Some(&session), &show_widget(1, "x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), 404);
+}
+
 /// A request that reuses the id of one still in flight in its session is answered at once
 /// with an error, whatever its method; the first call still gets its answer, and once it has,
 /// the id may be used again.
