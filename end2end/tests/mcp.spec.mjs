@@ -1,5 +1,6 @@
-// /mcp with the official TypeScript client (@modelcontextprotocol/sdk), against two real
-// example servers at once: list, call, read the app resource and get the bytes strad pins.
+// /mcp with the official clients (the TypeScript SDK, the MCP Inspector's CLI, the Python
+// SDK), against two real example servers at once: list, call, read the app resource and get
+// the bytes strad pins.
 import { test, expect, startExample, bin } from './fixtures.mjs';
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * Two example servers at once, registered as `<prefix>clock` and `<prefix>budget` and granted
@@ -90,5 +92,48 @@ test('the MCP Inspector CLI lists, calls and reads through /mcp', async ({ page,
     const read = await inspector(url, secret, '--method', 'resources/read', '--uri', uri);
     const view = await (await api('apps/open', { slug: 'ibudget' })).json();
     expect(createHash('sha256').update(read.contents[0].text).digest('hex')).toBe(view.digest);
+  });
+});
+
+/**
+ * The official Python SDK (PyPI `mcp`, pinned in end2end/support/requirements.txt) through
+ * `end2end/support/python_client.py`, in the virtual environment `./x test` makes
+ * (`STRAD_PYTHON`).
+ */
+async function pythonClient(...args) {
+  const python = process.env.STRAD_PYTHON || path.join(process.env.HOME, '.cache', 'strad', 'python', 'bin', 'python');
+  const script = fileURLToPath(new URL('../support/python_client.py', import.meta.url));
+  const { stdout } = await run(python, [script, ...args], { timeout: 60_000 });
+  return JSON.parse(stdout);
+}
+
+test('the official Python client connects, lists, calls, reads and ends its session through /mcp', async ({ page, strad }) => {
+  test.skip(test.info().project.name !== 'js', 'no browser involved: run once');
+  await withTwoServers(page, strad, 'py', async (api, secret) => {
+    const url = `${strad.baseURL}/mcp?servers=pyclock,pybudget`;
+    const out = await pythonClient(url, secret, 'pyclock__get-time', 'other__get-time');
+    // It asked for the stateless revision first, was told strad holds sessions, and opened one.
+    expect(out.protocol_version).toBe('2025-11-25');
+    expect(out.session_ids).toHaveLength(1);
+    expect(out.tools).toEqual(['pybudget__get-budget-data', 'pyclock__get-time']);
+    expect(out.called.is_error).toBe(false);
+    expect(out.called.text.join('')).toMatch(/\d{4}-\d{2}-\d{2}T/);
+    const view = await (await api('apps/open', { slug: 'pybudget' })).json();
+    const uri = Object.keys(out.app_digests).find((u) => u.startsWith('ui://pybudget/'));
+    expect(out.resources).toContain(uri);
+    expect(out.app_digests[uri]).toBe(view.digest);
+    // A name outside the token's servers runs nothing.
+    expect(out.refused.raised || out.refused.is_error).toBe(true);
+    // The SDK ended its session on close, and strad forgot it: naming it now is a 404.
+    expect(out.statuses).toContainEqual(['DELETE', 200]);
+    const again = await page.request.post(url, {
+      headers: {
+        Authorization: `Bearer ${secret}`,
+        'Mcp-Session-Id': out.session_ids[0],
+        Accept: 'application/json, text/event-stream',
+      },
+      data: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    });
+    expect(again.status()).toBe(404);
   });
 });
