@@ -1,5 +1,5 @@
-// /mcp with the official clients (the TypeScript SDK, the MCP Inspector's CLI, the Python
-// SDK), against two real example servers at once: list, call, read the app resource and get
+// /mcp with the official clients (the TypeScript SDK in both its versions, the MCP
+// Inspector's CLI, the Python SDK), against two real example servers at once: list, call, read the app resource and get
 // the bytes strad pins.
 import { test, expect, startExample, bin } from './fixtures.mjs';
 import { execFile } from 'node:child_process';
@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import * as clientV2 from '@modelcontextprotocol/client';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,6 +66,35 @@ test('the official TypeScript client lists, calls and reads through /mcp, across
     await client.close();
     // No token: the client cannot even connect.
     await expect(connectClient(`${strad.baseURL}/mcp`, null)).rejects.toThrow();
+  });
+});
+
+test('the TypeScript client of the SDK\'s second version, negotiating the revision, falls back to a session and calls through /mcp', async ({ page, strad }) => {
+  test.skip(test.info().project.name !== 'js', 'no browser involved: run once');
+  await withTwoServers(page, strad, 'v2', async (api, secret) => {
+    const url = new URL(`${strad.baseURL}/mcp?servers=v2clock,v2budget`);
+    const transport = new clientV2.StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { Authorization: `Bearer ${secret}` } },
+    });
+    // `auto` asks `server/discover` of the stateless revision first.
+    const client = new clientV2.Client(
+      { name: 'strad-e2e', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' } },
+    );
+    await client.connect(transport);
+    expect(client.getNegotiatedProtocolVersion()).toBe('2025-11-25');
+    expect(transport.sessionId).toBeTruthy();
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['v2budget__get-budget-data', 'v2clock__get-time']);
+    const time = await client.callTool({ name: 'v2clock__get-time', arguments: {} });
+    expect(time.isError ?? false).toBe(false);
+    const uri = tools.find((t) => t.name === 'v2budget__get-budget-data')._meta.ui.resourceUri;
+    const read = await client.readResource({ uri });
+    const view = await (await api('apps/open', { slug: 'v2budget' })).json();
+    expect(createHash('sha256').update(read.contents[0].text).digest('hex')).toBe(view.digest);
+    await expect(client.callTool({ name: 'other__get-time', arguments: {} })).rejects.toThrow();
+    await transport.terminateSession();
+    await client.close();
   });
 });
 
