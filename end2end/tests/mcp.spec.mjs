@@ -1,6 +1,6 @@
 // /mcp with the official clients (the TypeScript SDK in both its versions, the MCP
-// Inspector's CLI, the Python SDK), against two real example servers at once: list, call, read the app resource and get
-// the bytes strad pins.
+// Inspector's CLI, the Python SDK), against two real example servers at once: list, call,
+// read the app resource and get the bytes strad pins.
 import { test, expect, startExample, bin } from './fixtures.mjs';
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -93,10 +93,25 @@ test('the TypeScript client of the SDK\'s second version, negotiating the revisi
     const view = await (await api('apps/open', { slug: 'v2budget' })).json();
     expect(createHash('sha256').update(read.contents[0].text).digest('hex')).toBe(view.digest);
     await expect(client.callTool({ name: 'other__get-time', arguments: {} })).rejects.toThrow();
+    const session = transport.sessionId;
     await transport.terminateSession();
     await client.close();
+    expect(await sessionStatus(page, url, secret, session)).toBe(404);
   });
 });
+
+/** The status of a request naming `session` of `url`: 404 once strad has forgotten it. */
+async function sessionStatus(page, url, secret, session) {
+  const response = await page.request.post(String(url), {
+    headers: {
+      Authorization: `Bearer ${secret}`,
+      'Mcp-Session-Id': session,
+      Accept: 'application/json, text/event-stream',
+    },
+    data: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  });
+  return response.status();
+}
 
 const run = promisify(execFile);
 
@@ -152,18 +167,10 @@ test('the official Python client connects, lists, calls, reads and ends its sess
     const uri = Object.keys(out.app_digests).find((u) => u.startsWith('ui://pybudget/'));
     expect(out.resources).toContain(uri);
     expect(out.app_digests[uri]).toBe(view.digest);
-    // A name outside the token's servers runs nothing.
+    // A name outside the token's servers is refused.
     expect(out.refused.raised || out.refused.is_error).toBe(true);
     // The SDK ended its session on close, and strad forgot it: naming it now is a 404.
     expect(out.statuses).toContainEqual(['DELETE', 200]);
-    const again = await page.request.post(url, {
-      headers: {
-        Authorization: `Bearer ${secret}`,
-        'Mcp-Session-Id': out.session_ids[0],
-        Accept: 'application/json, text/event-stream',
-      },
-      data: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-    });
-    expect(again.status()).toBe(404);
+    expect(await sessionStatus(page, url, secret, out.session_ids[0])).toBe(404);
   });
 });
