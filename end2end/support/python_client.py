@@ -36,7 +36,6 @@ async def main(url: str, token: str, tool: str, refused_tool: str) -> dict:
     async with http:
         async with Client(streamable_http_client(url, http_client=http)) as client:
             out["protocol_version"] = client.protocol_version
-            out["server_name"] = client.server_info.name if client.server_info else None
             listed = await client.list_tools()
             out["tools"] = sorted(t.name for t in listed.tools)
             called = await client.call_tool(tool, {})

@@ -157,7 +157,8 @@ test('the official Python client connects, lists, calls, reads and ends its sess
   await withTwoServers(page, strad, 'py', async (api, secret) => {
     const url = `${strad.baseURL}/mcp?servers=pyclock,pybudget`;
     const out = await pythonClient(url, secret, 'pyclock__get-time', 'other__get-time');
-    // It asked for the stateless revision first, was told strad holds sessions, and opened one.
+    // Whatever its first probe of the stateless revision heard, it ends in one session of
+    // the last session revision.
     expect(out.protocol_version).toBe('2025-11-25');
     expect(out.session_ids).toHaveLength(1);
     expect(out.tools).toEqual(['pybudget__get-budget-data', 'pyclock__get-time']);
